@@ -1,0 +1,169 @@
+"""Training hyperparameters: one typed dataclass, loadable from YAML or TOML.
+
+Every field has a default and help text; `league train --help` prints the help of
+the fields that are also CLI flags. A config file may set any field; CLI flags
+override it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envs.registry import get_game
+
+
+class ConfigError(ValueError):
+    """A config file or value that cannot be used."""
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass
+class TrainConfig:
+    env: str = field(default="tictactoe", metadata=_help("Game name from the registry."))
+    run_dir: str = field(
+        default="runs/default",
+        metadata=_help("Directory for checkpoints, player snapshots and logs."),
+    )
+    stop_timesteps: int | None = field(
+        default=None, metadata=_help("Stop after this many env steps (total, across resumes).")
+    )
+    stop_minutes: float | None = field(
+        default=None, metadata=_help("Stop after this many minutes of wall time in this process.")
+    )
+    default_stop_minutes: float = field(
+        default=10.0, metadata=_help("Wall-time budget used when neither stop flag is given.")
+    )
+    num_env_runners: int = field(
+        default=1, metadata=_help("Env-runner actors (0 = sample in the driver process).")
+    )
+    num_envs_per_env_runner: int = field(
+        default=8, metadata=_help("Vectorized game copies per env runner.")
+    )
+    num_cpus: int | None = field(
+        default=None, metadata=_help("CPUs for a local Ray instance (default: all).")
+    )
+    seed: int = field(default=0, metadata=_help("Seed for RLlib, evaluation and matchmaking."))
+    # PPO
+    train_batch_size: int = field(default=4000, metadata=_help("Env steps per training iteration."))
+    minibatch_size: int = field(default=500, metadata=_help("PPO SGD minibatch size."))
+    num_epochs: int = field(default=6, metadata=_help("PPO epochs over each train batch."))
+    lr: float = field(default=3e-4, metadata=_help("Adam learning rate."))
+    gamma: float = field(default=0.99, metadata=_help("Discount factor."))
+    lambda_: float = field(default=0.95, metadata=_help("GAE lambda."))
+    clip_param: float = field(default=0.2, metadata=_help("PPO clip parameter."))
+    entropy_coeff: float = field(default=0.01, metadata=_help("Entropy bonus coefficient."))
+    vf_loss_coeff: float = field(default=0.5, metadata=_help("Value loss coefficient."))
+    # Model
+    hidden_sizes: list[int] = field(
+        default_factory=lambda: [256, 256],
+        metadata=_help("Hidden layer sizes of policy and value MLPs."),
+    )
+    activation: str = field(default="relu", metadata=_help("relu, tanh, elu or silu."))
+    # Evaluation and checkpoints
+    eval_interval: int = field(
+        default=5,
+        metadata=_help("Evaluate against reference opponents every N iterations (0 = never)."),
+    )
+    eval_games: int = field(
+        default=100, metadata=_help("Games per seat and opponent at each evaluation.")
+    )
+    checkpoint_interval: int = field(
+        default=10, metadata=_help("Write a checkpoint every N iterations (and always at the end).")
+    )
+    episodes_to_numpy: bool = field(
+        default=False,
+        metadata=_help("RLlib's per-step numpy conversion of finished episodes (slow; off)."),
+    )
+
+    def __post_init__(self) -> None:
+        get_game(self.env)
+        for name in ("num_envs_per_env_runner", "train_batch_size", "minibatch_size", "num_epochs"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("num_env_runners", "eval_interval", "eval_games", "checkpoint_interval"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.stop_timesteps is not None and self.stop_timesteps < 1:
+            raise ConfigError(f"stop_timesteps must be >= 1, got {self.stop_timesteps}")
+        if self.stop_minutes is not None and self.stop_minutes <= 0:
+            raise ConfigError(f"stop_minutes must be > 0, got {self.stop_minutes}")
+        if self.minibatch_size > self.train_batch_size:
+            raise ConfigError("minibatch_size must not exceed train_batch_size")
+        if not self.hidden_sizes or any(h < 1 for h in self.hidden_sizes):
+            raise ConfigError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
+
+    @property
+    def model_config(self) -> dict[str, Any]:
+        return {"hidden_sizes": list(self.hidden_sizes), "activation": self.activation}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown keys {unknown}; known keys: {sorted(known)}")
+        hints = typing.get_type_hints(cls)
+        for name, value in values.items():
+            if not _matches(value, hints[name]):
+                raise ConfigError(
+                    f"{source}: {name} must be {_type_name(hints[name])}, got {value!r}"
+                )
+        return cls(**values)
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether a value parsed from YAML/TOML fits a field's type hint."""
+    origin = typing.get_origin(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(_matches(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return isinstance(value, list) and all(_matches(v, item) for v in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _type_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint)
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read a YAML (.yaml/.yml) or TOML (.toml) file into a dict of TrainConfig fields."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    text = path.read_text()
+    try:
+        if path.suffix == ".toml":
+            values = tomllib.loads(text)
+        elif path.suffix in (".yaml", ".yml"):
+            values = yaml.safe_load(text) or {}
+        else:
+            raise ConfigError(f"config file {str(path)!r}: use a .yaml, .yml or .toml file")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as err:
+        raise ConfigError(f"config file {str(path)!r} is malformed: {err}") from err
+    if not isinstance(values, dict):
+        raise ConfigError(f"config file {str(path)!r} must hold a mapping of keys to values")
+    return values

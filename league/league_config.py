@@ -1,0 +1,351 @@
+"""League configuration and module ids.
+
+The config holds every knob of the league logic (roles, snapshot gate, payoff,
+PFSP, retirement, active set, ratings) in one frozen, validated object so a bad
+value fails at start-up, naming the field, instead of hours into a run.
+
+Module ids follow DESIGN.md: ``<role>_<n>`` for trainable players and
+``<player>@<version>`` for frozen snapshots. The helpers here are the only
+place that spells that format, so the rest of the code never splits strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from league.pfsp import WEIGHTINGS
+
+MAIN = "main"
+MAIN_EXPLOITER = "main_exploiter"
+LEAGUE_EXPLOITER = "league_exploiter"
+ROLE_NAMES: tuple[str, ...] = (MAIN, MAIN_EXPLOITER, LEAGUE_EXPLOITER)
+"""Role names, in the order players are created and decisions are taken."""
+
+_PLAYER_RE = re.compile(r"^(main|main_exploiter|league_exploiter)_(0|[1-9][0-9]*)$")
+_SNAPSHOT_RE = re.compile(r"^(?P<player>[a-z_]+_(?:0|[1-9][0-9]*))@(0|[1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class ModuleId:
+    """A parsed module id: a trainable player, or one of its snapshots."""
+
+    role: str
+    index: int
+    version: int | None = None
+
+    @property
+    def player(self) -> str:
+        """The trainable player this module is (or was copied from)."""
+        return player_id(self.role, self.index)
+
+    @property
+    def is_snapshot(self) -> bool:
+        return self.version is not None
+
+    def __str__(self) -> str:
+        if self.version is None:
+            return self.player
+        return snapshot_id(self.player, self.version)
+
+
+def player_id(role: str, index: int) -> str:
+    """Id of trainable player ``index`` of ``role``, e.g. ``main_0``."""
+    if role not in ROLE_NAMES:
+        raise ValueError(f"role must be one of {ROLE_NAMES}, got {role!r}")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"index must be an int >= 0, got {index!r}")
+    return f"{role}_{index}"
+
+
+def snapshot_id(player: str, version: int) -> str:
+    """Id of snapshot ``version`` of trainable ``player``, e.g. ``main_0@12``."""
+    parse_module_id(player)  # raises on a non-player id
+    if "@" in player:
+        raise ValueError(f"cannot snapshot a snapshot: {player!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise ValueError(f"version must be an int >= 0, got {version!r}")
+    return f"{player}@{version}"
+
+
+def parse_module_id(module_id: str) -> ModuleId:
+    """Parse a trainable or snapshot id; ValueError for anything else.
+
+    Learner-only modules (``shared_vf``, ``world_model``) are not league modules
+    and are rejected on purpose: they must never reach matchmaking.
+    """
+    if not isinstance(module_id, str):
+        raise ValueError(f"module id must be a str, got {module_id!r}")
+    snap = _SNAPSHOT_RE.match(module_id)
+    if snap is not None:
+        base = parse_module_id(snap.group("player"))
+        return ModuleId(base.role, base.index, int(snap.group(2)))
+    m = _PLAYER_RE.match(module_id)
+    if m is None:
+        raise ValueError(
+            f"not a league module id: {module_id!r} "
+            "(expected '<role>_<n>' or '<role>_<n>@<version>')"
+        )
+    return ModuleId(m.group(1), int(m.group(2)))
+
+
+def is_snapshot_id(module_id: str) -> bool:
+    """True for a well-formed snapshot id, False for anything else."""
+    try:
+        return parse_module_id(module_id).is_snapshot
+    except ValueError:
+        return False
+
+
+def is_player_id(module_id: str) -> bool:
+    """True for a well-formed trainable-player id, False for anything else."""
+    try:
+        return not parse_module_id(module_id).is_snapshot
+    except ValueError:
+        return False
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"help": text}
+
+
+@dataclass(frozen=True)
+class LeagueConfig:
+    """Every parameter of the pure league logic; validated on construction."""
+
+    # Population.
+    num_main_agents: int = field(
+        default=1, metadata=_help("Number of main agents (the players we ship).")
+    )
+    num_main_exploiters: int = field(
+        default=1, metadata=_help("Number of main exploiters (hunt current mains).")
+    )
+    num_league_exploiters: int = field(
+        default=1,
+        metadata=_help("Number of league exploiters (hunt the whole league)."),
+    )
+
+    # Main agent opponent mix.
+    main_self_play_prob: float = field(
+        default=0.35, metadata=_help("Main agent: share of self-play vs mains.")
+    )
+    main_pfsp_prob: float = field(
+        default=0.50,
+        metadata=_help("Main agent: share of PFSP over all past snapshots."),
+    )
+    main_forgotten_prob: float = field(
+        default=0.15,
+        metadata=_help(
+            "Main agent: share of PFSP over forgotten main snapshots and past "
+            "main exploiters (self-play when there are none)."
+        ),
+    )
+    main_forgotten_win_rate: float = field(
+        default=0.7,
+        metadata=_help(
+            "A main snapshot counts as forgotten while the main's win rate "
+            "against it is below this."
+        ),
+    )
+
+    # Main exploiter.
+    main_exploiter_switch_win_rate: float = field(
+        default=0.2,
+        metadata=_help(
+            "Main exploiter: below this win rate vs a current main, always "
+            "train against that main's snapshots instead."
+        ),
+    )
+    main_exploiter_pfsp_prob: float = field(
+        default=0.5,
+        metadata=_help(
+            "Main exploiter: probability of playing the main's snapshots even "
+            "when it can beat the current main."
+        ),
+    )
+    main_exploiter_weighting: str = field(
+        default="var",
+        metadata=_help("Main exploiter: PFSP weighting over main snapshots."),
+    )
+    main_exploiter_reset_to: str = field(
+        default="initial",
+        metadata=_help(
+            "Main exploiter reset after a snapshot: 'initial' weights or the "
+            "current best-rated 'main'."
+        ),
+    )
+    league_exploiter_reset_prob: float = field(
+        default=0.25,
+        metadata=_help("League exploiter: probability of reset after a snapshot."),
+    )
+
+    # Snapshot gate.
+    snapshot_win_rate: float = field(
+        default=0.7,
+        metadata=_help("Snapshot when the win rate against every matchmaking target reaches this."),
+    )
+    snapshot_min_games: float = field(
+        default=20.0,
+        metadata=_help(
+            "Decayed games needed against each target before the win-rate gate can open."
+        ),
+    )
+    snapshot_min_steps: int = field(
+        default=0,
+        metadata=_help("Env steps since the last snapshot before the win-rate gate."),
+    )
+    snapshot_step_budget: int = field(
+        default=1_000_000,
+        metadata=_help("Snapshot anyway after this many env steps since the last."),
+    )
+
+    # Payoff and PFSP.
+    payoff_decay: float = field(
+        default=0.99,
+        metadata=_help("Payoff decay applied once per update (iteration)."),
+    )
+    payoff_min_games: float = field(
+        default=5.0,
+        metadata=_help("Below this many decayed games a win rate reads 0.5."),
+    )
+    pfsp_weighting: str = field(
+        default="hard",
+        metadata=_help(f"PFSP weighting: one of {sorted(WEIGHTINGS)}."),
+    )
+    pfsp_p: float = field(default=2.0, metadata=_help("Exponent p of the 'hard' weighting."))
+
+    # League size and active set.
+    max_snapshots: int = field(
+        default=64,
+        metadata=_help("League-size budget: snapshots beyond it are retired."),
+    )
+    active_set_size: int = field(
+        default=8,
+        metadata=_help("K: frozen opponents loaded on env runners at once."),
+    )
+    active_set_max_swaps: int = field(
+        default=2,
+        metadata=_help(
+            "Active-set members replaced per update at most (stability; empty "
+            "slots are always filled)."
+        ),
+    )
+    active_set_hysteresis: float = field(
+        default=0.25,
+        metadata=_help(
+            "An outsider replaces a member only if its need exceeds the "
+            "member's by this relative margin."
+        ),
+    )
+
+    # Ratings (Elo).
+    elo_initial: float = field(default=1000.0, metadata=_help("Initial Elo rating."))
+    elo_k: float = field(default=16.0, metadata=_help("Elo K factor."))
+    elo_scale: float = field(
+        default=400.0, metadata=_help("Elo scale: a gap of this is 10:1 odds.")
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("num_main_exploiters", "num_league_exploiters"):
+            _check_int(self, name, minimum=0)
+        _check_int(self, "num_main_agents", minimum=1)
+        for name in (
+            "main_self_play_prob",
+            "main_pfsp_prob",
+            "main_forgotten_prob",
+            "main_forgotten_win_rate",
+            "main_exploiter_switch_win_rate",
+            "main_exploiter_pfsp_prob",
+            "league_exploiter_reset_prob",
+            "snapshot_win_rate",
+        ):
+            _check_float(self, name, low=0.0, high=1.0)
+        total = self.main_self_play_prob + self.main_pfsp_prob
+        total += self.main_forgotten_prob
+        if not math.isclose(total, 1.0, abs_tol=1e-9):
+            raise ValueError(
+                "main_self_play_prob + main_pfsp_prob + main_forgotten_prob must "
+                f"sum to 1, got {total}"
+            )
+        for name in ("pfsp_weighting", "main_exploiter_weighting"):
+            if getattr(self, name) not in WEIGHTINGS:
+                raise ValueError(
+                    f"{name} must be one of {sorted(WEIGHTINGS)}, got {getattr(self, name)!r}"
+                )
+        if self.main_exploiter_reset_to not in ("initial", "main"):
+            raise ValueError(
+                "main_exploiter_reset_to must be 'initial' or 'main', "
+                f"got {self.main_exploiter_reset_to!r}"
+            )
+        _check_float(self, "snapshot_min_games", low=0.0)
+        _check_int(self, "snapshot_min_steps", minimum=0)
+        _check_int(self, "snapshot_step_budget", minimum=1)
+        _check_float(self, "payoff_decay", low=0.0, high=1.0, open_low=True)
+        _check_float(self, "payoff_min_games", low=0.0)
+        _check_float(self, "pfsp_p", low=0.0, open_low=True)
+        _check_int(self, "max_snapshots", minimum=1)
+        _check_int(self, "active_set_size", minimum=0)
+        _check_int(self, "active_set_max_swaps", minimum=0)
+        _check_float(self, "active_set_hysteresis", low=0.0)
+        _check_float(self, "elo_initial")
+        _check_float(self, "elo_k", low=0.0, open_low=True)
+        _check_float(self, "elo_scale", low=0.0, open_low=True)
+
+    def player_ids(self, role: str | None = None) -> tuple[str, ...]:
+        """Trainable player ids, in creation order (mains first)."""
+        counts = {
+            MAIN: self.num_main_agents,
+            MAIN_EXPLOITER: self.num_main_exploiters,
+            LEAGUE_EXPLOITER: self.num_league_exploiters,
+        }
+        roles = ROLE_NAMES if role is None else (role,)
+        return tuple(player_id(r, i) for r in roles for i in range(counts[r]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict of every field."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LeagueConfig:
+        """Inverse of ``to_dict``; unknown keys are an error, not ignored,
+        because a typo would otherwise silently run with a default."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown LeagueConfig fields: {unknown}")
+        return cls(**data)
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Field name -> help string, for CLIs and docs."""
+        return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
+
+
+def _check_int(cfg: LeagueConfig, name: str, minimum: int) -> None:
+    value = getattr(cfg, name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _check_float(
+    cfg: LeagueConfig,
+    name: str,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+) -> None:
+    value = getattr(cfg, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if low is not None and (value <= low if open_low else value < low):
+        bound = ">" if open_low else ">="
+        raise ValueError(f"{name} must be {bound} {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")

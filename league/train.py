@@ -1,0 +1,249 @@
+"""The training loop behind `league train`: build, (resume,) iterate, evaluate, checkpoint.
+
+Run directory layout:
+
+    config.json              the TrainConfig of the run (resume reads it back)
+    progress.jsonl           one JSON line per iteration
+    checkpoints/iter_NNNNNN  RLlib Algorithm checkpoints (`save_to_path`)
+    checkpoints/latest.json  which checkpoint is complete and newest, with env steps
+    players/<id>/            each trainable player's latest weights as a snapshot
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+
+from envs.opponents import make_opponent
+from envs.registry import game_spaces
+from league.algorithm import MAIN_PLAYER, build_ppo_config
+from league.config import TrainConfig
+from league.evaluation import REFERENCE_OPPONENTS, SeatRecord, evaluate
+from league.snapshot import SnapshotMetadata, SnapshotPolicy, save_snapshot, space_to_json
+
+CHECKPOINTS_KEPT = 2
+
+
+class RunDirError(ValueError):
+    """A run directory that cannot be used as asked (e.g. resume without a checkpoint)."""
+
+
+@dataclass
+class RunDir:
+    path: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def latest_file(self) -> Path:
+        return self.checkpoints / "latest.json"
+
+    def player_dir(self, player: str) -> Path:
+        return self.path / "players" / player
+
+    def latest_checkpoint(self) -> dict[str, Any]:
+        if not self.path.is_dir():
+            raise RunDirError(f"run dir {str(self.path)!r} does not exist")
+        if not self.latest_file.is_file():
+            raise RunDirError(f"run dir {str(self.path)!r} has no checkpoint to resume from")
+        return json.loads(self.latest_file.read_text())
+
+    def load_config(self) -> dict[str, Any]:
+        if not self.config_file.is_file():
+            raise RunDirError(f"run dir {str(self.path)!r} has no config.json")
+        return json.loads(self.config_file.read_text())
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+
+
+@dataclass
+class TrainingSummary:
+    iterations: int = 0
+    env_steps: int = 0
+    checkpoint: str | None = None
+    evaluations: dict[str, list[SeatRecord]] = field(default_factory=dict)
+
+
+def player_policy(algo: Any, cfg: TrainConfig, player: str) -> tuple[SnapshotPolicy, dict]:
+    """The player's current weights (from the learner) as a Ray-free policy."""
+    state = algo.learner_group.get_weights(module_ids=[player])[player]
+    meta = player_metadata(cfg, player, env_steps=0)
+    policy_state = {k: np.asarray(v) for k, v in state.items() if k.startswith("policy_net.")}
+    return SnapshotPolicy(meta, policy_state), policy_state
+
+
+def player_metadata(cfg: TrainConfig, player: str, env_steps: int) -> SnapshotMetadata:
+    obs_space, act_space = game_spaces(cfg.env)
+    return SnapshotMetadata(
+        game=cfg.env,
+        observation_space=space_to_json(obs_space),
+        action_space=space_to_json(act_space),
+        model_config=cfg.model_config,
+        player=player,
+        role=player.rsplit("_", 1)[0],
+        env_steps=env_steps,
+    )
+
+
+def evaluate_against_references(
+    cfg: TrainConfig, policy: SnapshotPolicy, seed: int
+) -> dict[str, list[SeatRecord]]:
+    return {
+        name: evaluate(cfg.env, policy, make_opponent(name, cfg.env), cfg.eval_games, seed=seed)
+        for name in REFERENCE_OPPONENTS[cfg.env]
+    }
+
+
+def format_evaluation(results: dict[str, list[SeatRecord]]) -> str:
+    parts = []
+    for name, seats in results.items():
+        per_seat = " / ".join(
+            f"W{r.rate('wins'):.2f} D{r.rate('draws'):.2f} L{r.rate('losses'):.2f}" for r in seats
+        )
+        parts.append(f"vs {name} {per_seat}")
+    return "eval (greedy, first / second seat): " + " | ".join(parts)
+
+
+def format_progress(iteration: int, env_steps: int, steps_per_s: float, result: dict) -> str:
+    runners = result.get("env_runners", {})
+    learner = result.get("learners", {}).get(MAIN_PLAYER, {})
+    returns = runners.get("agent_episode_returns_mean", {}) or {}
+    first_return = next(iter(returns.values()), float("nan"))
+    return (
+        f"iter {iteration:4d} | env steps {env_steps:>9,d} | {steps_per_s:7,.0f} steps/s | "
+        f"episodes {int(runners.get('num_episodes', 0)):5d} | "
+        f"ep len {runners.get('episode_len_mean', float('nan')):5.1f} | "
+        f"first-seat return {first_return:+.2f} | "
+        f"policy loss {learner.get('policy_loss', float('nan')):+.3f} | "
+        f"vf loss {learner.get('vf_loss', float('nan')):.3f} | "
+        f"entropy {learner.get('entropy', float('nan')):.3f}"
+    )
+
+
+def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[RunDir, dict[str, Any] | None]:
+    """Check the run dir for a new run or a resume; write config.json for a new run."""
+    run = RunDir(Path(cfg.run_dir))
+    if resume:
+        return run, run.latest_checkpoint()
+    if run.latest_file.is_file():
+        raise RunDirError(
+            f"run dir {str(run.path)!r} already holds a run; pass --resume to continue it "
+            "or choose another --run-dir"
+        )
+    run.path.mkdir(parents=True, exist_ok=True)
+    _write_json_atomic(run.config_file, cfg.to_dict())
+    return run, None
+
+
+def resume_config(run_dir: str, overrides: dict[str, Any]) -> TrainConfig:
+    """The stored config of a run, with explicitly given values on top."""
+    run = RunDir(Path(run_dir))
+    run.latest_checkpoint()  # refuse early when there is nothing to resume
+    stored = run.load_config()
+    stored.update(overrides)
+    stored["run_dir"] = run_dir
+    return TrainConfig.from_dict(stored, source=str(run.config_file))
+
+
+def train(
+    cfg: TrainConfig, *, resume: bool = False, log: Callable[[str], None] = print
+) -> TrainingSummary:
+    """Train until a stop condition; checkpoint periodically and at the end."""
+    run, latest = prepare_run(cfg, resume)
+    if not ray.is_initialized():
+        ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False)
+    algo = build_ppo_config(cfg).build_algo()
+    summary = TrainingSummary()
+    base_steps = 0
+    iteration = 0
+    if latest is not None:
+        algo.restore_from_path(str(run.checkpoints / latest["checkpoint"]))
+        base_steps, iteration = int(latest["env_steps"]), int(latest["iteration"])
+        log(f"resumed {run.path} at iteration {iteration}, {base_steps:,d} env steps")
+    stop_minutes = cfg.stop_minutes
+    if cfg.stop_timesteps is None and stop_minutes is None:
+        stop_minutes = cfg.default_stop_minutes
+    deadline = time.monotonic() + 60 * stop_minutes if stop_minutes else float("inf")
+    log(
+        f"training {cfg.env} ({cfg.num_env_runners} env runners x "
+        f"{cfg.num_envs_per_env_runner} envs), stop at "
+        f"{cfg.stop_timesteps or '-'} env steps / {stop_minutes or '-'} min; run dir {run.path}"
+    )
+    env_steps = base_steps
+    last_saved_iteration = iteration if latest else -1
+    progress = (run.path / "progress.jsonl").open("a")
+    try:
+        while env_steps < (cfg.stop_timesteps or float("inf")) and time.monotonic() < deadline:
+            started = time.perf_counter()
+            result = algo.train()
+            elapsed = time.perf_counter() - started
+            iteration += 1
+            sampled = int(result.get("env_runners", {}).get("num_env_steps_sampled", 0))
+            env_steps += sampled
+            log(format_progress(iteration, env_steps, sampled / elapsed, result))
+            record: dict[str, Any] = {
+                "iteration": iteration,
+                "env_steps": env_steps,
+                "seconds": elapsed,
+                "episode_len_mean": result.get("env_runners", {}).get("episode_len_mean"),
+            }
+            if cfg.eval_interval and iteration % cfg.eval_interval == 0:
+                policy, _ = player_policy(algo, cfg, MAIN_PLAYER)
+                summary.evaluations = evaluate_against_references(cfg, policy, cfg.seed + iteration)
+                log(format_evaluation(summary.evaluations))
+                record["eval"] = {
+                    name: [r.__dict__ for r in seats] for name, seats in summary.evaluations.items()
+                }
+            progress.write(json.dumps(record) + "\n")
+            progress.flush()
+            if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
+                summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps)
+                last_saved_iteration = iteration
+    except KeyboardInterrupt:
+        log("interrupted: writing a final checkpoint")
+    finally:
+        progress.close()
+    if iteration != last_saved_iteration:
+        summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps)
+    log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
+    algo.stop()
+    summary.iterations, summary.env_steps = iteration, env_steps
+    return summary
+
+
+def save_checkpoint(
+    algo: Any, cfg: TrainConfig, run: RunDir, iteration: int, env_steps: int
+) -> str:
+    """Algorithm checkpoint + player snapshots; `latest.json` flips only when both exist."""
+    name = f"iter_{iteration:06d}"
+    run.checkpoints.mkdir(parents=True, exist_ok=True)
+    algo.save_to_path(str(run.checkpoints / name))
+    for player in [MAIN_PLAYER]:
+        _, state = player_policy(algo, cfg, player)
+        save_snapshot(run.player_dir(player), state, player_metadata(cfg, player, env_steps))
+    _write_json_atomic(
+        run.latest_file, {"checkpoint": name, "iteration": iteration, "env_steps": env_steps}
+    )
+    old = sorted(p for p in run.checkpoints.glob("iter_*") if p.is_dir())[:-CHECKPOINTS_KEPT]
+    for path in old:
+        shutil.rmtree(path, ignore_errors=True)
+    return str(run.checkpoints / name)

@@ -1,0 +1,95 @@
+"""Masked actor-critic RLModule for turn-based games with action masks.
+
+Observations are PettingZoo's `{"observation": planes, "action_mask": mask}` dicts.
+The planes are flattened and fed to an MLP; illegal actions get the logit
+`FLOAT_MIN`, so a softmax gives them probability exactly 0 in exploration,
+inference and training alike.
+
+The value network is separate from the policy network and listed as a
+non-inference attribute: env runners build the module with `inference_only=True`
+and carry the policy only, and weight syncs to them strip the value net.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.core.rl_module.torch import TorchRLModule
+
+from rlmodules.networks import build_mlp, mask_logits
+
+OBS_KEY = "observation"
+MASK_KEY = "action_mask"
+
+DEFAULT_MODEL_CONFIG: dict[str, Any] = {"hidden_sizes": [256, 256], "activation": "relu"}
+
+
+def masked_obs_shape(observation_space: gym.Space) -> tuple[int, int]:
+    """(flat observation size, number of actions) of a masked dict observation space."""
+    if not isinstance(observation_space, gym.spaces.Dict) or set(observation_space.spaces) != {
+        OBS_KEY,
+        MASK_KEY,
+    }:
+        raise ValueError(
+            f"MaskedActorCriticModule needs a Dict observation space with keys "
+            f"{OBS_KEY!r} and {MASK_KEY!r}, got {observation_space}"
+        )
+    obs_size = int(np.prod(observation_space[OBS_KEY].shape))
+    n_actions = int(np.prod(observation_space[MASK_KEY].shape))
+    return obs_size, n_actions
+
+
+class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
+    """Policy and value MLPs over flattened board planes, with action masking.
+
+    `model_config` keys: `hidden_sizes` (list of ints), `activation` (relu, tanh,
+    elu, silu). Missing keys take `DEFAULT_MODEL_CONFIG`.
+    """
+
+    def setup(self) -> None:
+        config = {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})}
+        obs_size, n_actions = masked_obs_shape(self.observation_space)
+        if getattr(self.action_space, "n", None) != n_actions:
+            raise ValueError(
+                f"action space {self.action_space} does not match the action mask size {n_actions}"
+            )
+        hidden = list(config["hidden_sizes"])
+        self.policy_net = build_mlp(obs_size, hidden, n_actions, config["activation"])
+        if not self.inference_only:
+            self.value_net = build_mlp(obs_size, hidden, 1, config["activation"])
+
+    def get_non_inference_attributes(self) -> list[str]:
+        return ["value_net"]
+
+    def _flat_obs(self, batch: dict[str, Any]) -> torch.Tensor:
+        obs = batch[Columns.OBS][OBS_KEY]
+        return obs.reshape(obs.shape[0], -1).float()
+
+    def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
+        logits = self.policy_net(self._flat_obs(batch))
+        return {Columns.ACTION_DIST_INPUTS: mask_logits(logits, batch[Columns.OBS][MASK_KEY])}
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        return self.value_net(self._flat_obs(batch)).squeeze(-1)
+
+
+def masked_policy_spec(
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+    model_config: dict[str, Any] | None = None,
+    inference_only: bool = False,
+) -> RLModuleSpec:
+    """RLModuleSpec of a MaskedActorCriticModule (spaces may be left to RLlib)."""
+    return RLModuleSpec(
+        module_class=MaskedActorCriticModule,
+        observation_space=observation_space,
+        action_space=action_space,
+        model_config={**DEFAULT_MODEL_CONFIG, **(model_config or {})},
+        inference_only=inference_only,
+    )

@@ -1,0 +1,76 @@
+"""The `league` command: bad input gives one clear line and exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from league.cli import main
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "league.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_unknown_game_is_refused_with_known_names(tmp_path):
+    proc = run_cli("train", "--env", "chess", "--run-dir", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    assert "unknown game 'chess'" in proc.stderr and "tictactoe" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("bad.toml", "env = \n[[", "malformed"),
+        ("bad.yaml", "env: [tictactoe\n", "malformed"),
+        ("keys.yaml", "envv: tictactoe\n", "unknown keys ['envv']"),
+        ("type.toml", 'stop_timesteps = "lots"\n', "stop_timesteps must be"),
+        ("list.yaml", "- 1\n- 2\n", "mapping"),
+        ("conf.json", "{}", ".yaml, .yml or .toml"),
+    ],
+)
+def test_malformed_config_file_is_refused(tmp_path, capsys, name, text, expected):
+    path = tmp_path / name
+    path.write_text(text)
+    code = main(["train", "--config", str(path), "--run-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("league: error:") and expected in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_missing_config_file(tmp_path, capsys):
+    assert main(["train", "--config", str(tmp_path / "nope.yaml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_resume_on_missing_run_dir(tmp_path):
+    proc = run_cli("train", "--resume", "--run-dir", str(tmp_path / "missing"))
+    assert proc.returncode == 2
+    assert "does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_resume_on_run_dir_without_checkpoint(tmp_path, capsys):
+    assert main(["train", "--resume", "--run-dir", str(tmp_path)]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_bad_flag_values_are_refused(tmp_path, capsys):
+    assert main(["train", "--stop-timesteps", "0", "--run-dir", str(tmp_path / "r")]) == 2
+    assert "stop_timesteps must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--stop-minutes", "soon"])
+    assert exit_info.value.code == 2
+
+
+def test_evaluate_refuses_missing_run_dir_and_player(tmp_path, capsys):
+    assert main(["evaluate", "--run-dir", str(tmp_path / "none")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["evaluate", "--run-dir", str(tmp_path), "--player", "main_7"]) == 2
+    assert "no player 'main_7'" in capsys.readouterr().err

@@ -1,0 +1,99 @@
+"""Adapters: PettingZoo api tests, and a scripted game seen through RLlib's interface."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, parallel_api_test
+
+from envs.adapters import SimultaneousGameEnv, TurnBasedGameEnv, make_rllib_env, rllib_env_class
+from envs.registry import GAMES, UnknownGameError, game_spaces, get_game
+
+
+@pytest.mark.parametrize("name", [g.name for g in GAMES.values() if g.kind == "turn_based"])
+def test_turn_based_games_pass_pettingzoo_api_test(name):
+    api_test(get_game(name).make(), num_cycles=200)
+
+
+def test_rps_with_masked_observations_passes_parallel_api_test():
+    parallel_api_test(get_game("rps").make(), num_cycles=50)
+
+
+def test_unknown_game_lists_known_games():
+    with pytest.raises(UnknownGameError) as err:
+        get_game("chess")
+    for name in GAMES:
+        assert name in str(err.value)
+
+
+def test_every_game_has_masked_dict_observations():
+    for name in GAMES:
+        obs_space, act_space = game_spaces(name)
+        assert set(obs_space.spaces) == {"observation", "action_mask"}
+        assert obs_space["action_mask"].shape == (act_space.n,)
+
+
+def test_env_class_matches_game_kind():
+    assert rllib_env_class("tictactoe") is TurnBasedGameEnv
+    assert rllib_env_class("rps") is SimultaneousGameEnv
+    with pytest.raises(ValueError):
+        TurnBasedGameEnv({"game": "rps"})
+
+
+def test_scripted_tictactoe_through_adapter():
+    """player_1 takes the top row while player_2 plays 3, 4: obs, masks, rewards, ends."""
+    env = make_rllib_env("tictactoe")
+    obs, _ = env.reset(seed=0)
+    assert list(obs) == ["player_1"]
+    assert obs["player_1"]["action_mask"].tolist() == [1] * 9
+    script = [("player_1", 0), ("player_2", 3), ("player_1", 1), ("player_2", 4)]
+    for agent, action in script:
+        assert list(obs) == [agent]
+        obs, rewards, terminated, truncated, _ = env.step({agent: action})
+        assert not terminated["__all__"] and not truncated["__all__"]
+        assert all(r == 0 for r in rewards.values())
+    # player_1 sees its own pieces on plane 0 and the opponent's on plane 1.
+    planes = obs["player_1"]["observation"]
+    assert planes[:, :, 0].flatten().tolist() == [1, 1, 0, 0, 0, 0, 0, 0, 0]
+    assert planes[:, :, 1].flatten().tolist() == [0, 0, 0, 1, 1, 0, 0, 0, 0]
+    assert obs["player_1"]["action_mask"].tolist() == [0, 0, 1, 0, 0, 1, 1, 1, 1]
+    obs, rewards, terminated, truncated, _ = env.step({"player_1": 2})
+    assert terminated["__all__"]
+    assert rewards == {"player_1": 1, "player_2": -1}
+
+
+def test_rps_adapter_one_hot_observation_and_rewards():
+    env = make_rllib_env("rps")
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"player_0", "player_1"}
+    # Before any move, the observation is "none" (index 3).
+    assert obs["player_0"]["observation"].tolist() == [0, 0, 0, 1]
+    obs, rewards, terminated, _, _ = env.step({"player_0": 1, "player_1": 0})  # paper beats rock
+    assert rewards["player_0"] == 1 and rewards["player_1"] == -1
+    assert obs["player_0"]["observation"].tolist() == [1, 0, 0, 0]
+    assert obs["player_1"]["observation"].tolist() == [0, 1, 0, 0]
+    assert obs["player_0"]["action_mask"].tolist() == [1, 1, 1]
+    assert not terminated["__all__"]
+
+
+def test_connect_four_vertical_win_rewards():
+    env = make_rllib_env("connect_four")
+    obs, _ = env.reset(seed=0)
+    rewards, terminated = {}, {"__all__": False}
+    moves = [3, 0, 3, 0, 3, 0, 3]
+    for i, col in enumerate(moves):
+        agent = "player_0" if i % 2 == 0 else "player_1"
+        assert list(obs) == [agent]
+        obs, rewards, terminated, _, _ = env.step({agent: col})
+    assert terminated["__all__"]
+    assert rewards == {"player_0": 1, "player_1": -1}
+
+
+def test_masks_track_full_connect_four_columns():
+    env = make_rllib_env("connect_four")
+    obs, _ = env.reset(seed=0)
+    for i in range(6):  # fill column 2 alternating, no one wins
+        agent = "player_0" if i % 2 == 0 else "player_1"
+        obs, *_ = env.step({agent: 2})
+    mask = np.asarray(next(iter(obs.values()))["action_mask"])
+    assert mask.tolist() == [1, 1, 0, 1, 1, 1, 1]

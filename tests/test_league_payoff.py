@@ -1,0 +1,170 @@
+"""Payoff table (decay arithmetic, priors, symmetry, state) and MatchRecord."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+
+from league.match import MatchRecord, pairwise_scores
+from league.payoff import PayoffTable
+
+_counter = iter(range(10**9))
+
+
+def match(a: str, b: str, result: str, iteration: int = 0) -> MatchRecord:
+    """Two-seat record; ``result`` is from ``a``'s point of view."""
+    other = {"win": "loss", "loss": "win", "draw": "draw"}[result]
+    return MatchRecord(
+        episode_id=f"ep-{next(_counter)}",
+        modules={"player_0": a, "player_1": b},
+        outcomes={"player_0": result, "player_1": other},
+        length=7,
+        iteration=iteration,
+    )
+
+
+def test_decay_applies_once_per_update_then_adds() -> None:
+    table = PayoffTable(decay=0.99)
+    table.update([match("a", "b", "win"), match("a", "b", "win")])
+    assert table.wdl("a", "b") == (2.0, 0.0, 0.0)
+    table.update([])
+    assert table.wdl("a", "b") == (2.0 * 0.99, 0.0, 0.0)
+    table.update([match("a", "b", "draw"), match("b", "a", "win")])
+    assert table.wdl("a", "b") == (2.0 * 0.99 * 0.99, 1.0, 1.0)
+    wins = 2.0 * 0.99 * 0.99
+    assert table.games("a", "b") == pytest.approx(wins + 2.0, rel=1e-15)
+    assert table.win_rate("a", "b") == pytest.approx((wins + 0.5) / (wins + 2.0), rel=1e-15)
+
+
+def test_both_orderings_agree() -> None:
+    table = PayoffTable()
+    table.update([match("x", "y", "win"), match("y", "x", "draw"), match("y", "x", "win")])
+    assert table.wdl("x", "y") == (1.0, 1.0, 1.0)
+    assert table.wdl("y", "x") == (1.0, 1.0, 1.0)
+    table.update([match("x", "y", "win")])
+    assert table.wdl("y", "x") == (0.99, 0.99, 1.99)
+    assert table.games("x", "y") == table.games("y", "x")
+    assert table.win_rate("x", "y") + table.win_rate("y", "x") == pytest.approx(1.0)
+    assert table.win_rate("x", "y") > 0.5
+
+
+def test_draws_count_half() -> None:
+    table = PayoffTable()
+    table.update([match("a", "b", "draw")] * 3 + [match("a", "b", "loss")])
+    assert table.win_rate("a", "b") == pytest.approx(1.5 / 4)
+
+
+def test_prior_below_min_games() -> None:
+    table = PayoffTable(min_games=3)
+    table.update([match("a", "b", "win")] * 2)
+    assert table.win_rate("a", "b") == 0.5
+    table.update([match("a", "b", "win")] * 2)  # 2 * 0.99 + 2 = 3.98 games
+    assert table.win_rate("a", "b") == 1.0
+    assert table.win_rate("a", "nobody") == 0.5
+    assert table.games("a", "nobody") == 0.0
+
+
+def test_self_play_is_not_recorded() -> None:
+    table = PayoffTable()
+    table.update([match("a", "a", "win")])
+    assert table.games("a", "a") == 0.0
+    assert table.win_rate("a", "a") == 0.5
+    assert table.players() == set()
+
+
+def test_n_player_record_scores_every_pair() -> None:
+    record = MatchRecord(
+        episode_id="e",
+        modules={"p0": "a", "p1": "b", "p2": "c"},
+        outcomes={"p0": "win", "p1": "loss", "p2": "loss"},
+        length=3,
+        iteration=0,
+    )
+    assert pairwise_scores(record) == [("a", "b", 1.0), ("a", "c", 1.0), ("b", "c", 0.5)]
+    table = PayoffTable()
+    table.update([record])
+    assert table.wdl("a", "c") == (1.0, 0.0, 0.0)
+    assert table.wdl("c", "b") == (0.0, 1.0, 0.0)
+
+
+def test_remove_forgets_a_module() -> None:
+    table = PayoffTable()
+    table.update([match("a", "b", "win"), match("a", "c", "win"), match("b", "c", "win")])
+    table.remove("a")
+    assert table.players() == {"b", "c"}
+    assert table.games("a", "b") == 0.0
+    assert table.games("b", "c") == 1.0
+
+
+def test_state_round_trip_is_json_and_exact() -> None:
+    table = PayoffTable(decay=0.99, min_games=2)
+    for _ in range(5):
+        table.update([match("m@1", "m", "win"), match("m", "e", "draw"), match("e", "m@1", "loss")])
+    state = json.loads(json.dumps(table.get_state()))
+    copy = PayoffTable(decay=0.99, min_games=2)
+    copy.set_state(state)
+    assert copy.get_state() == table.get_state()
+    for a, b in [("m", "m@1"), ("e", "m"), ("m@1", "e")]:
+        assert copy.wdl(a, b) == table.wdl(a, b)
+        assert copy.win_rate(a, b) == table.win_rate(a, b)
+    more = [match("m", "e", "win")]
+    table.update(more)
+    copy.update(more)
+    assert copy.get_state() == table.get_state()
+
+
+def test_set_state_rejects_unordered_entries() -> None:
+    with pytest.raises(ValueError):
+        PayoffTable().set_state({"entries": [["b", "a", 1.0, 0.0, 0.0]]})
+
+
+def test_bad_construction() -> None:
+    with pytest.raises(ValueError):
+        PayoffTable(decay=0.0)
+    with pytest.raises(ValueError):
+        PayoffTable(min_games=-1)
+    with pytest.raises(ValueError):
+        PayoffTable().add_result("a", "b", 0.3)
+
+
+# ---- MatchRecord ------------------------------------------------------------
+
+
+def test_match_record_json_round_trip_and_pickle() -> None:
+    record = match("main_0", "main_0@3", "draw", iteration=4)
+    data = json.loads(json.dumps(record.to_dict()))
+    assert MatchRecord.from_dict(data) == record
+    assert pickle.loads(pickle.dumps(record)) == record
+    assert hash(record) == hash(MatchRecord.from_dict(data))
+
+
+def test_match_record_copies_its_maps() -> None:
+    modules = {"p0": "a", "p1": "b"}
+    record = MatchRecord("e", modules, {"p0": "win", "p1": "loss"}, 1, 0)
+    modules["p0"] = "zzz"
+    assert record.modules["p0"] == "a"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"episode_id": ""},
+        {"modules": {"p0": "a"}, "outcomes": {"p0": "win"}},
+        {"outcomes": {"p0": "win", "p2": "loss"}},
+        {"outcomes": {"p0": "won", "p1": "loss"}},
+        {"length": -1},
+        {"iteration": 1.5},
+    ],
+)
+def test_match_record_validation(kwargs: dict) -> None:
+    base = {
+        "episode_id": "e",
+        "modules": {"p0": "a", "p1": "b"},
+        "outcomes": {"p0": "win", "p1": "loss"},
+        "length": 1,
+        "iteration": 0,
+    }
+    with pytest.raises(ValueError):
+        MatchRecord(**{**base, **kwargs})

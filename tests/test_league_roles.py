@@ -1,0 +1,444 @@
+"""Config, ids, roles (opponent choice, snapshot gate, resets) and League state."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from league.league_config import (
+    LeagueConfig,
+    ModuleId,
+    is_player_id,
+    is_snapshot_id,
+    parse_module_id,
+    player_id,
+    snapshot_id,
+)
+from league.match import MatchRecord
+from league.matchmaking import build_plan
+from league.roles import (
+    League,
+    LeagueExploiter,
+    MainAgent,
+    MainExploiter,
+    Reset,
+    make_role,
+)
+
+_counter = iter(range(10**9))
+
+
+def results(a: str, b: str, wins: int = 0, draws: int = 0, losses: int = 0) -> list[MatchRecord]:
+    out = []
+    for result, n in (("win", wins), ("draw", draws), ("loss", losses)):
+        other = {"win": "loss", "loss": "win", "draw": "draw"}[result]
+        for _ in range(n):
+            out.append(
+                MatchRecord(
+                    f"ep-{next(_counter)}", {"p0": a, "p1": b}, {"p0": result, "p1": other}, 9, 0
+                )
+            )
+    return out
+
+
+def small_cfg(**overrides) -> LeagueConfig:
+    base = {"payoff_min_games": 0.0, "snapshot_min_games": 10.0, "snapshot_step_budget": 1000}
+    return LeagueConfig(**{**base, **overrides})
+
+
+# ---- config -------------------------------------------------------------------
+
+
+def test_config_defaults_and_help() -> None:
+    cfg = LeagueConfig()
+    assert (cfg.num_main_agents, cfg.num_main_exploiters, cfg.num_league_exploiters) == (1, 1, 1)
+    assert (cfg.main_self_play_prob, cfg.main_pfsp_prob, cfg.main_forgotten_prob) == (
+        0.35,
+        0.5,
+        0.15,
+    )
+    assert cfg.payoff_decay == 0.99
+    assert (cfg.pfsp_weighting, cfg.pfsp_p) == ("hard", 2.0)
+    assert cfg.snapshot_win_rate == 0.7
+    assert cfg.league_exploiter_reset_prob == 0.25
+    for f in dataclasses.fields(LeagueConfig):
+        assert f.metadata["help"], f.name
+    assert set(LeagueConfig.help()) == {f.name for f in dataclasses.fields(LeagueConfig)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.num_main_agents = 2  # type: ignore[misc]
+
+
+def test_config_dict_round_trip() -> None:
+    cfg = LeagueConfig(num_main_agents=2, pfsp_weighting="var", elo_k=8.0)
+    assert LeagueConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    with pytest.raises(ValueError, match="unknown LeagueConfig fields"):
+        LeagueConfig.from_dict({"num_main_agent": 2})
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("num_main_agents", 0),
+        ("num_main_exploiters", -1),
+        ("num_league_exploiters", 1.5),
+        ("num_main_agents", True),
+        ("main_self_play_prob", 0.5),
+        ("main_pfsp_prob", -0.1),
+        ("main_exploiter_switch_win_rate", 1.2),
+        ("main_exploiter_weighting", "nope"),
+        ("main_exploiter_reset_to", "random"),
+        ("league_exploiter_reset_prob", 2.0),
+        ("snapshot_win_rate", float("nan")),
+        ("snapshot_min_games", -1.0),
+        ("snapshot_step_budget", 0),
+        ("payoff_decay", 0.0),
+        ("payoff_decay", 1.01),
+        ("payoff_min_games", -2.0),
+        ("pfsp_weighting", "squared"),
+        ("pfsp_p", 0.0),
+        ("max_snapshots", 0),
+        ("active_set_size", -1),
+        ("active_set_hysteresis", -0.5),
+        ("elo_k", 0.0),
+        ("elo_scale", "400"),
+    ],
+)
+def test_config_rejects_bad_values_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        LeagueConfig(**{field: value})
+
+
+# ---- ids ----------------------------------------------------------------------
+
+
+def test_ids_build_and_parse() -> None:
+    assert LeagueConfig().player_ids() == ("main_0", "main_exploiter_0", "league_exploiter_0")
+    assert LeagueConfig(num_main_agents=2).player_ids("main") == ("main_0", "main_1")
+    assert player_id("main_exploiter", 3) == "main_exploiter_3"
+    assert snapshot_id("main_0", 12) == "main_0@12"
+    assert parse_module_id("main_0@12") == ModuleId("main", 0, 12)
+    assert parse_module_id("league_exploiter_10") == ModuleId("league_exploiter", 10)
+    assert parse_module_id("main_exploiter_2@0").player == "main_exploiter_2"
+    assert str(parse_module_id("main_exploiter_2@7")) == "main_exploiter_2@7"
+    assert is_snapshot_id("main_0@1") and not is_snapshot_id("main_0")
+    assert is_player_id("main_0") and not is_player_id("main_0@1")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["shared_vf", "world_model", "main", "main_01", "main_0@", "main_0@x", "coach_0", "main_0@1@2"],
+)
+def test_bad_ids_are_rejected(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_module_id(bad)
+    assert not is_snapshot_id(bad) and not is_player_id(bad)
+
+
+def test_id_builders_validate() -> None:
+    with pytest.raises(ValueError):
+        player_id("coach", 0)
+    with pytest.raises(ValueError):
+        player_id("main", -1)
+    with pytest.raises(ValueError):
+        snapshot_id("main_0@1", 2)
+    with pytest.raises(ValueError):
+        snapshot_id("main_0", -1)
+
+
+# ---- opponent distributions -----------------------------------------------------
+
+
+def test_main_self_plays_when_there_are_no_snapshots() -> None:
+    league = League(small_cfg())
+    assert MainAgent("main_0", league.cfg).opponent_distribution(league.view()) == {"main_0": 1.0}
+    two = League(small_cfg(num_main_agents=2))
+    dist = two.role("main_1").opponent_distribution(two.view())
+    assert dist == {"main_0": 0.5, "main_1": 0.5}
+
+
+def test_main_branch_masses_are_35_50_15() -> None:
+    """main_0@0 is beaten (not forgotten) and gets all the PFSP-over-all mass,
+    since main_exploiter_0@0 is beaten 100% (hard weight 0); the forgotten
+    branch then has only main_exploiter_0@0. The branches are disjoint."""
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    league.take_snapshot("main_exploiter_0", 0)
+    league.record(
+        results("main_0", "main_0@0", wins=9, losses=1)
+        + results("main_0", "main_exploiter_0@0", wins=10)
+    )
+    dist = league.role("main_0").opponent_distribution(league.view())
+    assert dist == pytest.approx({"main_0": 0.35, "main_0@0": 0.50, "main_exploiter_0@0": 0.15})
+
+
+def test_main_forgotten_branch_falls_back_to_self_play() -> None:
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    league.record(results("main_0", "main_0@0", wins=9, losses=1))
+    dist = league.role("main_0").opponent_distribution(league.view())
+    assert dist == pytest.approx({"main_0": 0.5, "main_0@0": 0.5})
+
+
+def test_main_pfsp_prefers_what_it_loses_to() -> None:
+    league = League(small_cfg())
+    for it in range(3):
+        league.take_snapshot("main_0", it)
+    league.record(
+        results("main_0", "main_0@0", wins=9, losses=1)
+        + results("main_0", "main_0@1", wins=5, losses=5)
+        + results("main_0", "main_0@2", wins=2, losses=8)
+    )
+    dist = league.role("main_0").opponent_distribution(league.view())
+    assert dist["main_0@2"] > dist["main_0@1"] > dist["main_0@0"]
+    assert dist["main_0"] == pytest.approx(0.35)
+    assert sum(dist.values()) == pytest.approx(1.0)
+
+
+def test_main_exploiter_curriculum() -> None:
+    league = League(small_cfg())
+    me = league.role("main_exploiter_0")
+    assert isinstance(me, MainExploiter)
+    assert me.opponent_distribution(league.view()) == {"main_0": 1.0}
+    league.take_snapshot("main_0", 0)
+    league.take_snapshot("main_0", 1)
+    # Unknown win rate vs main (0.5 prior >= 0.2): half current main, half snapshots.
+    dist = me.opponent_distribution(league.view())
+    assert dist == pytest.approx({"main_0": 0.5, "main_0@0": 0.25, "main_0@1": 0.25})
+    # Losing badly to the current main: only its snapshots, var-weighted.
+    league.record(
+        results("main_exploiter_0", "main_0", wins=1, losses=9)
+        + results("main_exploiter_0", "main_0@0", wins=5, losses=5)
+        + results("main_exploiter_0", "main_0@1", wins=1, losses=9)
+    )
+    dist = me.opponent_distribution(league.view())
+    assert "main_0" not in dist
+    assert dist == pytest.approx({"main_0@0": 0.25 / 0.34, "main_0@1": 0.09 / 0.34})
+
+
+def test_league_exploiter_pfsp_over_all_snapshots() -> None:
+    league = League(small_cfg())
+    le = league.role("league_exploiter_0")
+    assert isinstance(le, LeagueExploiter)
+    assert le.opponent_distribution(league.view()) == {"main_0": 1.0}
+    league.take_snapshot("main_0", 0)
+    league.take_snapshot("main_exploiter_0", 0)
+    league.record(results("league_exploiter_0", "main_0@0", wins=5, losses=5))
+    dist = le.opponent_distribution(league.view())
+    assert dist == pytest.approx({"main_0@0": 0.25 / 0.5, "main_exploiter_0@0": 0.25 / 0.5})
+
+
+def test_choose_opponent_samples_the_distribution() -> None:
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    role = league.role("main_exploiter_0")
+    rng = np.random.default_rng(7)
+    picks = [role.choose_opponent(league.view(), rng) for _ in range(4000)]
+    assert set(picks) == {"main_0", "main_0@0"}
+    assert abs(picks.count("main_0") / 4000 - 0.5) < 0.04
+    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
+    assert [role.choose_opponent(league.view(), rng_a) for _ in range(50)] == [
+        role.choose_opponent(league.view(), rng_b) for _ in range(50)
+    ]
+
+
+# ---- snapshot gate ------------------------------------------------------------
+
+
+def test_gate_needs_win_rate_and_min_games() -> None:
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    main = league.role("main_0")
+    league.record(results("main_0", "main_0@0", wins=9))  # 9 games < 10
+    assert not main.snapshot_due(league.view())
+    league.record(results("main_0", "main_0@0", wins=2))  # 8.91 + 2 games, all wins
+    assert main.snapshot_due(league.view())
+
+
+def test_gate_shut_below_win_rate() -> None:
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    league.record(results("main_0", "main_0@0", wins=6, draws=1, losses=5))
+    assert not league.role("main_0").snapshot_due(league.view())
+    league.record(results("main_0", "main_0@0", wins=30))
+    assert league.role("main_0").snapshot_due(league.view())
+
+
+def test_gate_needs_every_target() -> None:
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    league.take_snapshot("league_exploiter_0", 0)
+    league.record(results("main_0", "main_0@0", wins=20))
+    assert not league.role("main_0").snapshot_due(league.view())
+    league.record(results("main_0", "league_exploiter_0@0", wins=20))
+    assert league.role("main_0").snapshot_due(league.view())
+
+
+def test_gate_stays_shut_without_targets() -> None:
+    league = League(small_cfg())
+    assert not league.role("main_0").snapshot_due(league.view())
+    assert not league.role("league_exploiter_0").snapshot_due(league.view())
+
+
+def test_main_exploiter_gate_is_against_current_mains() -> None:
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    league.record(results("main_exploiter_0", "main_0@0", wins=20))
+    assert not league.role("main_exploiter_0").snapshot_due(league.view())
+    league.record(results("main_exploiter_0", "main_0", wins=16, losses=4))
+    assert league.role("main_exploiter_0").snapshot_due(league.view())
+
+
+def test_step_budget_opens_the_gate() -> None:
+    league = League(small_cfg(snapshot_step_budget=1000))
+    league.add_steps({"main_0": 999})
+    assert not league.role("main_0").snapshot_due(league.view())
+    league.add_steps({"main_0": 1})
+    assert league.role("main_0").snapshot_due(league.view())
+    league.take_snapshot("main_0", 0)
+    assert league.players["main_0"].last_snapshot_step == 1000
+    assert not league.role("main_0").snapshot_due(league.view())
+    with pytest.raises(ValueError):
+        league.add_steps({"main_0": -1})
+    with pytest.raises(KeyError):
+        league.add_steps({"main_9": 1})
+
+
+def test_min_steps_delays_the_win_rate_gate() -> None:
+    league = League(small_cfg(snapshot_min_steps=500))
+    league.take_snapshot("main_0", 0)
+    league.record(results("main_0", "main_0@0", wins=20))
+    assert not league.role("main_0").snapshot_due(league.view())
+    league.add_steps({"main_0": 500})
+    assert league.role("main_0").snapshot_due(league.view())
+
+
+# ---- resets -------------------------------------------------------------------
+
+
+def test_main_exploiter_always_resets() -> None:
+    league = League(small_cfg())
+    rng = np.random.default_rng(0)
+    role = league.role("main_exploiter_0")
+    assert all(
+        role.reset_after_snapshot(league.view(), rng) == Reset("main_exploiter_0", None)
+        for _ in range(100)
+    )
+    two = League(small_cfg(num_main_agents=2, main_exploiter_reset_to="main"))
+    two.record(results("main_1", "main_exploiter_0", wins=3))
+    reset = two.role("main_exploiter_0").reset_after_snapshot(two.view(), rng)
+    assert reset == Reset("main_exploiter_0", "main_1")
+
+
+def test_main_never_resets() -> None:
+    league = League(small_cfg())
+    rng = np.random.default_rng(0)
+    assert all(
+        league.role("main_0").reset_after_snapshot(league.view(), rng) is None for _ in range(100)
+    )
+
+
+def test_league_exploiter_resets_a_quarter_of_the_time() -> None:
+    league = League(small_cfg())
+    rng = np.random.default_rng(1234)
+    role = league.role("league_exploiter_0")
+    n = 8000
+    resets = sum(role.reset_after_snapshot(league.view(), rng) is not None for _ in range(n))
+    assert abs(resets / n - 0.25) < 0.02  # ~5 sigma
+
+
+def test_decide_and_apply() -> None:
+    cfg = small_cfg(snapshot_step_budget=100, league_exploiter_reset_prob=1.0)
+    league = League(cfg)
+    league.add_steps({"main_0": 100, "main_exploiter_0": 100, "league_exploiter_0": 50})
+    league.record(results("main_exploiter_0", "main_0", wins=3))
+    decision = league.decide(np.random.default_rng(0))
+    assert decision.snapshots == ("main_0", "main_exploiter_0")
+    assert decision.resets == (Reset("main_exploiter_0", None),)
+    assert league.snapshots == {}  # decide changes nothing
+    new = league.apply(decision, iteration=5)
+    assert new == ("main_0@0", "main_exploiter_0@0")
+    snap = league.snapshots["main_exploiter_0@0"]
+    assert (snap.player, snap.version, snap.role, snap.step, snap.iteration) == (
+        "main_exploiter_0",
+        0,
+        "main_exploiter",
+        100,
+        5,
+    )
+    exploiter = league.players["main_exploiter_0"]
+    assert exploiter.parent is None and exploiter.resets == 1
+    assert exploiter.latest_snapshot == "main_exploiter_0@0"
+    assert league.payoff.games("main_exploiter_0", "main_0") == 0.0
+    assert league.players["main_0"].parent == "main_0@0"
+    league.add_steps({"main_0": 100})
+    assert league.apply(league.decide(np.random.default_rng(0)), 6) == ("main_0@1",)
+    assert league.snapshots["main_0@1"].parent == "main_0@0"
+
+
+def test_make_role_and_unknown_players() -> None:
+    cfg = LeagueConfig()
+    assert isinstance(make_role("main_0", cfg), MainAgent)
+    assert isinstance(make_role("league_exploiter_3", cfg), LeagueExploiter)
+    with pytest.raises(ValueError):
+        make_role("main_0@1", cfg)
+    league = League(cfg)
+    with pytest.raises(KeyError):
+        league.role("main_5")
+    with pytest.raises(KeyError):
+        league.take_snapshot("main_5", 0)
+    with pytest.raises(KeyError):
+        league.reset_player("main_exploiter_0", source="main_0@9")
+
+
+# ---- whole-league state -------------------------------------------------------
+
+
+def grow(league: League, seed: int, iterations: int) -> None:
+    """Drive a league through iterations with random results."""
+    rng = np.random.default_rng(seed)
+    for it in range(iterations):
+        league.add_steps({p: int(rng.integers(0, 400)) for p in league.players})
+        plan = build_plan(league, list(league.snapshots)[-league.cfg.active_set_size :])
+        matches = []
+        for k in range(30):
+            seats = plan.assign_seats(["p0", "p1"], rng)
+            first = ("win", "draw", "loss")[int(rng.integers(3))]
+            second = {"win": "loss", "loss": "win", "draw": "draw"}[first]
+            matches.append(
+                MatchRecord(f"{seed}-{it}-{k}", seats, {"p0": first, "p1": second}, 9, it)
+            )
+        league.record(matches)
+        league.apply(league.decide(rng), it)
+
+
+def test_state_round_trip_is_json_and_replays_identically() -> None:
+    cfg = small_cfg(snapshot_step_budget=600, snapshot_min_games=3.0, active_set_size=4)
+    league = League(cfg)
+    grow(league, seed=5, iterations=12)
+    assert len(league.snapshots) >= 3
+    state = json.loads(json.dumps(league.get_state()))
+    copy = League.from_state(cfg, state)
+    assert copy.get_state() == league.get_state()
+    assert copy.players == league.players
+    assert copy.snapshots == league.snapshots
+    grow(league, seed=9, iterations=5)
+    grow(copy, seed=9, iterations=5)
+    assert copy.get_state() == league.get_state()
+
+
+def test_set_state_adds_players_the_config_grew_and_rejects_bad_state() -> None:
+    league = League(small_cfg())
+    league.take_snapshot("main_0", 0)
+    state = league.get_state()
+    bigger = League.from_state(small_cfg(num_main_agents=2), state)
+    assert set(bigger.players) == {*league.players, "main_1"}
+    assert "main_0@0" in bigger.snapshots
+    with pytest.raises(ValueError):
+        League.from_state(small_cfg(), {**state, "format": 99})
+    bad = json.loads(json.dumps(state))
+    bad["snapshots"][0]["id"] = "main_0@7"
+    with pytest.raises(ValueError):
+        League.from_state(small_cfg(), bad)

@@ -1,0 +1,139 @@
+"""Training path: a short run measurably improves; the run dir checkpoints and resumes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from envs.opponents import RandomPlayer
+from league.algorithm import MAIN_PLAYER, build_ppo_config
+from league.config import TrainConfig
+from league.evaluation import evaluate
+from league.snapshot import load_policy
+from league.train import player_policy, train
+
+TINY = dict(
+    env="tictactoe",
+    num_env_runners=1,
+    num_envs_per_env_runner=8,
+    train_batch_size=2000,
+    minibatch_size=250,
+    num_epochs=4,
+    hidden_sizes=[64, 64],
+    lr=1e-3,
+)
+
+
+def _score_vs_random(policy) -> float:
+    """Mean (wins - losses) per game over both seats, 200 greedy games per seat."""
+    records = evaluate("tictactoe", policy, RandomPlayer(), 200, seed=123)
+    return sum(r.wins - r.losses for r in records) / sum(r.games for r in records)
+
+
+def test_short_self_play_run_improves_against_random(ray_session):
+    cfg = TrainConfig(**TINY, seed=3)
+    algo = build_ppo_config(cfg).build_algo()
+    try:
+        before = _score_vs_random(player_policy(algo, cfg, MAIN_PLAYER)[0])
+        for _ in range(8):
+            result = algo.train()
+        after = _score_vs_random(player_policy(algo, cfg, MAIN_PLAYER)[0])
+    finally:
+        algo.stop()
+    # Frozen ids never appear here; in self-play the only learner module is the main.
+    assert set(result["learners"]) - {"__all_modules__"} == {MAIN_PLAYER}
+    assert after >= before + 0.1, (before, after)
+
+
+@pytest.fixture(scope="module")
+def short_run(ray_session, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run") / "r"
+    cfg = TrainConfig(
+        **TINY, run_dir=str(run_dir), stop_timesteps=4000, eval_interval=2, eval_games=20
+    )
+    lines: list[str] = []
+    summary = train(cfg, log=lines.append)
+    return cfg, summary, lines
+
+
+def test_run_prints_progress_and_evaluation(short_run):
+    _, summary, lines = short_run
+    progress = [line for line in lines if line.startswith("iter")]
+    assert len(progress) == summary.iterations == 2
+    assert "steps/s" in progress[0] and "ep len" in progress[0]
+    evals = [line for line in lines if line.startswith("eval")]
+    assert evals and "vs random" in evals[0] and "vs minimax" in evals[0]
+    assert set(summary.evaluations) == {"random", "minimax"}
+
+
+def test_run_writes_checkpoint_snapshot_and_progress(short_run):
+    cfg, summary, _ = short_run
+    run_dir = cfg.run_dir
+    latest = json.loads(open(f"{run_dir}/checkpoints/latest.json").read())
+    assert latest["iteration"] == 2 and latest["env_steps"] == summary.env_steps >= 4000
+    assert summary.checkpoint.endswith(latest["checkpoint"])
+    records = [json.loads(line) for line in open(f"{run_dir}/progress.jsonl")]
+    assert [r["iteration"] for r in records] == [1, 2]
+    policy = load_policy(f"{run_dir}/players/{MAIN_PLAYER}", game="tictactoe")
+    assert policy.meta.env_steps == summary.env_steps
+
+
+def test_resume_continues_from_checkpoint(short_run):
+    cfg, summary, _ = short_run
+    lines: list[str] = []
+    resumed = train(
+        cfg.replace(stop_timesteps=summary.env_steps + 2000), resume=True, log=lines.append
+    )
+    assert any(line.startswith("resumed") for line in lines)
+    assert resumed.iterations == summary.iterations + 1
+    assert resumed.env_steps >= summary.env_steps + 2000
+    records = [json.loads(line) for line in open(f"{cfg.run_dir}/progress.jsonl")]
+    assert [r["iteration"] for r in records] == [1, 2, 3]
+
+
+def test_checkpoint_restores_the_trained_weights(short_run, ray_session):
+    import numpy as np
+
+    cfg, _, _ = short_run
+    # The players/ snapshot and latest.json are written together with the checkpoint.
+    saved = load_policy(f"{cfg.run_dir}/players/{MAIN_PLAYER}")
+    latest = json.loads(open(f"{cfg.run_dir}/checkpoints/latest.json").read())
+    algo = build_ppo_config(cfg).build_algo()
+    try:
+        _, fresh = player_policy(algo, cfg, MAIN_PLAYER)
+        algo.restore_from_path(f"{cfg.run_dir}/checkpoints/{latest['checkpoint']}")
+        _, restored = player_policy(algo, cfg, MAIN_PLAYER)
+    finally:
+        algo.stop()
+    key = "policy_net.0.weight"
+    saved_weights = saved.net.state_dict()["0.weight"].numpy()
+    assert not np.allclose(fresh[key], saved_weights)
+    assert np.allclose(restored[key], saved_weights)
+
+
+def test_evaluate_command_prints_seats_intervals_and_exploitability(short_run):
+    import subprocess
+    import sys
+
+    cfg, _, _ = short_run
+    proc = subprocess.run(
+        [sys.executable, "-m", "league.cli", "evaluate", "--run-dir", cfg.run_dir]
+        + ["--opponent", "minimax", "--games", "30"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "seat player_1" in out and "seat player_2" in out
+    assert out.count("[") >= 6  # an interval for each of W/D/L in both seats
+    assert "exploitability (greedy)" in out and "exploitability (sampled)" in out
+    bad = subprocess.run(
+        [sys.executable, "-m", "league.cli", "evaluate", "--run-dir", cfg.run_dir]
+        + ["--opponent", "search"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert bad.returncode == 2 and "valid opponents" in bad.stderr
