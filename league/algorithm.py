@@ -1,7 +1,10 @@
 """Builds the RLlib PPO algorithm that trains the league's players.
 
-New API stack throughout: a MultiRLModuleSpec of masked actor-critic modules, env
-runners that build them inference-only, and PettingZoo games from the registry.
+New API stack throughout: a MultiRLModuleSpec of masked actor-critic modules for
+the trainable players only, env runners that build them inference-only, and
+PettingZoo games from the registry. In league mode the learner drops frozen
+opponents' experience, a callback records every finished episode as a match, and
+the seat mapping follows the coordinator's matchmaking plan (see league.driver).
 """
 
 from __future__ import annotations
@@ -12,8 +15,13 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from envs.adapters import rllib_env_class
+from envs.registry import game_spaces, get_game
 from league.config import TrainConfig
+from league.matchmaking import MatchmakingPlan, build_plan
+from league.roles import League
+from league.runner_hooks import MatchRecorder, PlanMapping
 from rlmodules.inference_only_runner import InferenceOnlyEnvRunner
+from rlmodules.league_learner import LeaguePPOLearner
 from rlmodules.masked_policy import masked_policy_spec
 
 MAIN_PLAYER = "main_0"
@@ -24,9 +32,30 @@ def self_play_mapping(agent_id: Any, episode: Any, **kwargs: Any) -> str:
     return MAIN_PLAYER
 
 
-def build_ppo_config(cfg: TrainConfig) -> PPOConfig:
-    players = [MAIN_PLAYER]
-    return (
+def trainable_players(cfg: TrainConfig) -> list[str]:
+    if cfg.mode == "selfplay":
+        return [MAIN_PLAYER]
+    return list(cfg.league.player_ids())
+
+
+def game_seats(game: str) -> list[str]:
+    return list(get_game(game).make().possible_agents)
+
+
+def snapshot_module_spec(cfg: TrainConfig):
+    """Spec of a frozen opponent on env runners: inference-only, explicit spaces."""
+    obs_space, act_space = game_spaces(cfg.env)
+    return masked_policy_spec(obs_space, act_space, cfg.model_config, inference_only=True)
+
+
+def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
+    players = trainable_players(cfg)
+    if cfg.mode == "league":
+        plan = plan or build_plan(League(cfg.league), ())
+        mapping: Any = PlanMapping(plan, game_seats(cfg.env))
+    else:
+        mapping = self_play_mapping
+    config = (
         PPOConfig()
         .environment(rllib_env_class(cfg.env), env_config={"game": cfg.env})
         .framework("torch")
@@ -38,7 +67,7 @@ def build_ppo_config(cfg: TrainConfig) -> PPOConfig:
         )
         .multi_agent(
             policies=set(players),
-            policy_mapping_fn=self_play_mapping,
+            policy_mapping_fn=mapping,
             policies_to_train=players,
         )
         .rl_module(
@@ -61,3 +90,6 @@ def build_ppo_config(cfg: TrainConfig) -> PPOConfig:
         )
         .debugging(seed=cfg.seed)
     )
+    if cfg.mode == "league":
+        config.learners(learner_class=LeaguePPOLearner).callbacks(MatchRecorder)
+    return config

@@ -29,6 +29,11 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--env", help=f"game: {', '.join(sorted(GAMES))} (default tictactoe)")
     p.add_argument(
+        "--mode",
+        choices=["league", "selfplay"],
+        help="league (default): roles, PFSP, snapshots; selfplay: the plain baseline",
+    )
+    p.add_argument(
         "--run-dir", help="directory for checkpoints and snapshots (default runs/default)"
     )
     p.add_argument("--stop-timesteps", type=int, help="stop after this many env steps in total")
@@ -74,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _TRAIN_FLAGS = (
     "env",
+    "mode",
     "run_dir",
     "stop_timesteps",
     "stop_minutes",

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from envs.registry import get_game
+from league.league_config import LeagueConfig
 
 
 class ConfigError(ValueError):
@@ -28,9 +29,16 @@ def _help(text: str) -> dict[str, str]:
     return {"help": text}
 
 
+MODES = ("league", "selfplay")
+
+
 @dataclass
 class TrainConfig:
     env: str = field(default="tictactoe", metadata=_help("Game name from the registry."))
+    mode: str = field(
+        default="league",
+        metadata=_help("league (roles, PFSP, snapshots) or selfplay (the plain baseline)."),
+    )
     run_dir: str = field(
         default="runs/default",
         metadata=_help("Directory for checkpoints, player snapshots and logs."),
@@ -81,6 +89,10 @@ class TrainConfig:
     checkpoint_interval: int = field(
         default=10, metadata=_help("Write a checkpoint every N iterations (and always at the end).")
     )
+    league: LeagueConfig = field(
+        default_factory=LeagueConfig,
+        metadata=_help("League rules (league.league_config.LeagueConfig); a nested mapping."),
+    )
     episodes_to_numpy: bool = field(
         default=False,
         metadata=_help("RLlib's per-step numpy conversion of finished episodes (slow; off)."),
@@ -88,6 +100,13 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         get_game(self.env)
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if isinstance(self.league, dict):
+            try:
+                self.league = LeagueConfig.from_dict(self.league)
+            except ValueError as err:
+                raise ConfigError(f"league: {err}") from err
         for name in ("num_envs_per_env_runner", "train_batch_size", "minibatch_size", "num_epochs"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -121,6 +140,10 @@ class TrainConfig:
             raise ConfigError(f"{source}: unknown keys {unknown}; known keys: {sorted(known)}")
         hints = typing.get_type_hints(cls)
         for name, value in values.items():
+            if name == "league":
+                if not isinstance(value, (dict, LeagueConfig)):
+                    raise ConfigError(f"{source}: league must be a mapping, got {value!r}")
+                continue
             if not _matches(value, hints[name]):
                 raise ConfigError(
                     f"{source}: {name} must be {_type_name(hints[name])}, got {value!r}"

@@ -103,6 +103,22 @@ class SnapshotMetadata:
             raise SnapshotError(f"{source}: bad metadata: {err}") from err
 
 
+def player_metadata(
+    game: str, model_config: Mapping[str, Any], player: str, env_steps: int
+) -> SnapshotMetadata:
+    """Metadata of a player's weights in `game` (role read from the `<role>_<n>` id)."""
+    obs_space, act_space = game_spaces(game)
+    return SnapshotMetadata(
+        game=game,
+        observation_space=space_to_json(obs_space),
+        action_space=space_to_json(act_space),
+        model_config=dict(model_config),
+        player=player,
+        role=player.split("@")[0].rsplit("_", 1)[0],
+        env_steps=int(env_steps),
+    )
+
+
 def save_snapshot(
     path: str | Path, policy_state: Mapping[str, Any], meta: SnapshotMetadata
 ) -> Path:

@@ -24,13 +24,14 @@ import numpy as np
 import ray
 
 from envs.opponents import make_opponent
-from envs.registry import game_spaces
-from league.algorithm import MAIN_PLAYER, build_ppo_config
+from league.algorithm import MAIN_PLAYER, build_ppo_config, trainable_players
 from league.config import TrainConfig
+from league.driver import LeagueDriver
 from league.evaluation import REFERENCE_OPPONENTS, SeatRecord, evaluate
-from league.snapshot import SnapshotMetadata, SnapshotPolicy, save_snapshot, space_to_json
+from league.snapshot import SnapshotPolicy, player_metadata, save_snapshot
 
 CHECKPOINTS_KEPT = 2
+LEAGUE_STATE_FILE = "league_state.json"
 
 
 class RunDirError(ValueError):
@@ -86,22 +87,9 @@ class TrainingSummary:
 def player_policy(algo: Any, cfg: TrainConfig, player: str) -> tuple[SnapshotPolicy, dict]:
     """The player's current weights (from the learner) as a Ray-free policy."""
     state = algo.learner_group.get_weights(module_ids=[player])[player]
-    meta = player_metadata(cfg, player, env_steps=0)
+    meta = player_metadata(cfg.env, cfg.model_config, player, env_steps=0)
     policy_state = {k: np.asarray(v) for k, v in state.items() if k.startswith("policy_net.")}
     return SnapshotPolicy(meta, policy_state), policy_state
-
-
-def player_metadata(cfg: TrainConfig, player: str, env_steps: int) -> SnapshotMetadata:
-    obs_space, act_space = game_spaces(cfg.env)
-    return SnapshotMetadata(
-        game=cfg.env,
-        observation_space=space_to_json(obs_space),
-        action_space=space_to_json(act_space),
-        model_config=cfg.model_config,
-        player=player,
-        role=player.rsplit("_", 1)[0],
-        env_steps=env_steps,
-    )
 
 
 def evaluate_against_references(
@@ -172,11 +160,15 @@ def train(
     if not ray.is_initialized():
         ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False)
     algo = build_ppo_config(cfg).build_algo()
+    driver = LeagueDriver(algo, cfg, run.path, seed=cfg.seed) if cfg.mode == "league" else None
     summary = TrainingSummary()
     base_steps = 0
     iteration = 0
     if latest is not None:
-        algo.restore_from_path(str(run.checkpoints / latest["checkpoint"]))
+        checkpoint = run.checkpoints / latest["checkpoint"]
+        algo.restore_from_path(str(checkpoint))
+        if driver is not None:
+            driver.set_state(json.loads((checkpoint / LEAGUE_STATE_FILE).read_text()))
         base_steps, iteration = int(latest["env_steps"]), int(latest["iteration"])
         log(f"resumed {run.path} at iteration {iteration}, {base_steps:,d} env steps")
     stop_minutes = cfg.stop_minutes
@@ -200,6 +192,9 @@ def train(
             sampled = int(result.get("env_runners", {}).get("num_env_steps_sampled", 0))
             env_steps += sampled
             log(format_progress(iteration, env_steps, sampled / elapsed, result))
+            if driver is not None:
+                report = driver.step(iteration, result)
+                log(report.format(driver.league))
             record: dict[str, Any] = {
                 "iteration": iteration,
                 "env_steps": env_steps,
@@ -216,14 +211,14 @@ def train(
             progress.write(json.dumps(record) + "\n")
             progress.flush()
             if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
-                summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps)
+                summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, driver)
                 last_saved_iteration = iteration
     except KeyboardInterrupt:
         log("interrupted: writing a final checkpoint")
     finally:
         progress.close()
     if iteration != last_saved_iteration:
-        summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps)
+        summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, driver)
     log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
     algo.stop()
     summary.iterations, summary.env_steps = iteration, env_steps
@@ -231,15 +226,30 @@ def train(
 
 
 def save_checkpoint(
-    algo: Any, cfg: TrainConfig, run: RunDir, iteration: int, env_steps: int
+    algo: Any,
+    cfg: TrainConfig,
+    run: RunDir,
+    iteration: int,
+    env_steps: int,
+    driver: LeagueDriver | None = None,
 ) -> str:
-    """Algorithm checkpoint + player snapshots; `latest.json` flips only when both exist."""
+    """Algorithm checkpoint + league state + player snapshots.
+
+    `latest.json` flips only when all of them exist, so a crash mid-save leaves the
+    previous checkpoint in charge.
+    """
     name = f"iter_{iteration:06d}"
     run.checkpoints.mkdir(parents=True, exist_ok=True)
     algo.save_to_path(str(run.checkpoints / name))
-    for player in [MAIN_PLAYER]:
+    if driver is not None:
+        _write_json_atomic(run.checkpoints / name / LEAGUE_STATE_FILE, driver.get_state())
+    for player in trainable_players(cfg):
         _, state = player_policy(algo, cfg, player)
-        save_snapshot(run.player_dir(player), state, player_metadata(cfg, player, env_steps))
+        save_snapshot(
+            run.player_dir(player),
+            state,
+            player_metadata(cfg.env, cfg.model_config, player, env_steps),
+        )
     _write_json_atomic(
         run.latest_file, {"checkpoint": name, "iteration": iteration, "env_steps": env_steps}
     )

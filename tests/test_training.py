@@ -32,7 +32,7 @@ def _score_vs_random(policy) -> float:
 
 
 def test_short_self_play_run_improves_against_random(ray_session):
-    cfg = TrainConfig(**TINY, seed=3)
+    cfg = TrainConfig(**TINY, seed=3, mode="selfplay")
     algo = build_ppo_config(cfg).build_algo()
     try:
         before = _score_vs_random(player_policy(algo, cfg, MAIN_PLAYER)[0])
@@ -46,11 +46,16 @@ def test_short_self_play_run_improves_against_random(ray_session):
     assert after >= before + 0.1, (before, after)
 
 
-@pytest.fixture(scope="module")
-def short_run(ray_session, tmp_path_factory):
+@pytest.fixture(scope="module", params=["league", "selfplay"])
+def short_run(request, ray_session, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run") / "r"
     cfg = TrainConfig(
-        **TINY, run_dir=str(run_dir), stop_timesteps=4000, eval_interval=2, eval_games=20
+        **TINY,
+        mode=request.param,
+        run_dir=str(run_dir),
+        stop_timesteps=4000,
+        eval_interval=2,
+        eval_games=20,
     )
     lines: list[str] = []
     summary = train(cfg, log=lines.append)
@@ -58,13 +63,20 @@ def short_run(ray_session, tmp_path_factory):
 
 
 def test_run_prints_progress_and_evaluation(short_run):
-    _, summary, lines = short_run
+    cfg, summary, lines = short_run
     progress = [line for line in lines if line.startswith("iter")]
     assert len(progress) == summary.iterations == 2
     assert "steps/s" in progress[0] and "ep len" in progress[0]
     evals = [line for line in lines if line.startswith("eval")]
     assert evals and "vs random" in evals[0] and "vs minimax" in evals[0]
     assert set(summary.evaluations) == {"random", "minimax"}
+    league_lines = [line for line in lines if line.startswith("league:")]
+    if cfg.mode == "league":
+        assert len(league_lines) == summary.iterations
+        assert "active" in league_lines[0] and "top" in league_lines[0]
+        assert "win rate" in league_lines[0]
+    else:
+        assert not league_lines
 
 
 def test_run_writes_checkpoint_snapshot_and_progress(short_run):

@@ -1,0 +1,226 @@
+"""Glue between the pure league (league.roles) and a running RLlib Algorithm.
+
+Once per training iteration `LeagueDriver.step`:
+
+1. drains the match records buffered on the env runners (each leaves once) and
+   folds them into payoff and ratings;
+2. counts each player's env steps, asks the league which players snapshot and
+   reset, exports new snapshots (safetensors + JSON) and resets weights on the
+   learner;
+3. retires snapshots beyond the budget, picks the active set (at most K frozen
+   opponents) and builds the matchmaking plan on it;
+4. in one actor call per env runner, adds/removes frozen modules (inference-only,
+   env runners only, never learners) and installs the plan, so a plan never names
+   a module its runner lacks.
+
+Frozen snapshots stay off the learners; the learner's connector drops their
+experience (rlmodules.league_learner), so weight syncs carry trainable players only.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file
+
+from league.algorithm import game_seats, snapshot_module_spec, trainable_players
+from league.config import TrainConfig
+from league.match import MatchRecord
+from league.matchmaking import MatchmakingPlan, build_plan, choose_active_set
+from league.retirement import retirements
+from league.roles import League
+from league.runner_hooks import PlanMapping, drain_matches, update_runner
+from league.snapshot import WEIGHTS_FILE, player_metadata, save_snapshot
+
+SEEN_EPISODES_KEPT = 200_000
+
+
+@dataclass
+class LeagueStepReport:
+    iteration: int
+    matches: int
+    new_snapshots: tuple[str, ...]
+    resets: tuple[str, ...]
+    retired: tuple[str, ...]
+    active_set: tuple[str, ...]
+    role_scores: dict[str, float] = field(default_factory=dict)
+
+    def format(self, league: League, top: int = 4) -> str:
+        ratings = sorted(league.ratings.as_dict().items(), key=lambda kv: -kv[1])[:top]
+        scores = " ".join(f"{role} {s:.2f}" for role, s in self.role_scores.items())
+        changes = ""
+        if self.new_snapshots or self.retired or self.resets:
+            changes = (
+                f" (+{len(self.new_snapshots)} snapshots, -{len(self.retired)} retired, "
+                f"{len(self.resets)} resets)"
+            )
+        return (
+            f"league: {len(league.snapshots)} snapshots{changes} | active "
+            f"{len(self.active_set)}/{league.cfg.active_set_size} | matches {self.matches} | "
+            f"top " + ", ".join(f"{m} {r:.0f}" for m, r in ratings) + f" | win rate {scores}"
+        )
+
+
+def role_scores(records: list[MatchRecord], players: Mapping[str, Any]) -> dict[str, float]:
+    """Per role: mean score (win 1, draw 0.5) of its trainable players against others."""
+    totals: dict[str, list[float]] = {}
+    value = {"win": 1.0, "draw": 0.5, "loss": 0.0}
+    for record in records:
+        modules = set(record.modules.values())
+        if len(modules) < 2:
+            continue  # a player against itself says nothing
+        for seat, module in record.modules.items():
+            if module in players:
+                totals.setdefault(players[module].role, []).append(value[record.outcomes[seat]])
+    return {role: float(np.mean(v)) for role, v in totals.items()}
+
+
+class LeagueDriver:
+    """Runs the league beside an Algorithm built by `league.algorithm.build_ppo_config`."""
+
+    def __init__(self, algo: Any, cfg: TrainConfig, run_dir: Path, seed: int = 0):
+        self.algo = algo
+        self.cfg = cfg
+        self.snapshot_root = Path(run_dir) / "snapshots"
+        self.league = League(cfg.league)
+        self.rng = np.random.default_rng(seed)
+        self.seats = game_seats(cfg.env)
+        self.players = trainable_players(cfg)
+        self.active_set: tuple[str, ...] = ()
+        self.plan: MatchmakingPlan = build_plan(self.league, ())
+        self._seen: deque[str] = deque(maxlen=SEEN_EPISODES_KEPT)
+        self._seen_set: set[str] = set()
+        self._initial_weights = self.learner_weights(self.players)
+        self._spec = snapshot_module_spec(cfg)
+
+    # ---- Ray-side helpers --------------------------------------------------
+
+    @property
+    def _use_local_runner(self) -> bool:
+        # With remote runners the local one never samples; keeping snapshots off it
+        # keeps them out of RLlib's checkpoints (the league saves them itself).
+        return self.cfg.num_env_runners == 0
+
+    def learner_weights(self, module_ids: list[str]) -> dict[str, dict[str, np.ndarray]]:
+        weights = self.algo.learner_group.get_weights(module_ids=module_ids)
+        return {m: {k: np.asarray(v) for k, v in weights[m].items()} for m in module_ids}
+
+    def runner_module_ids(self) -> list[list[str]]:
+        return self.algo.env_runner_group.foreach_env_runner(
+            lambda er: sorted(er.module.keys()), local_env_runner=self._use_local_runner
+        )
+
+    def drain(self, iteration: int) -> list[MatchRecord]:
+        """Every finished episode since the last drain, once (deduplicated by id)."""
+        batches = self.algo.env_runner_group.foreach_env_runner(
+            drain_matches, local_env_runner=True
+        )
+        records = []
+        for batch in batches:
+            for match in batch:
+                if match["episode_id"] in self._seen_set:
+                    continue
+                if len(self._seen) == self._seen.maxlen:
+                    self._seen_set.discard(self._seen[0])
+                self._seen.append(match["episode_id"])
+                self._seen_set.add(match["episode_id"])
+                records.append(MatchRecord(**match, iteration=iteration))
+        return records
+
+    def push(self, add: list[str], remove: list[str]) -> None:
+        """Swap frozen modules and install the current plan on every env runner."""
+        payload = {sid: (self._spec, self.snapshot_weights(sid)) for sid in add}
+        mapping = PlanMapping(self.plan, self.seats)
+        self.algo.env_runner_group.foreach_env_runner(
+            lambda er: update_runner(er, add=payload, remove=remove, mapping=mapping),
+            local_env_runner=self._use_local_runner,
+        )
+
+    # ---- snapshots -----------------------------------------------------------
+
+    def snapshot_dir(self, snapshot_id: str) -> Path:
+        return self.snapshot_root / snapshot_id
+
+    def snapshot_weights(self, snapshot_id: str) -> dict[str, np.ndarray]:
+        return load_file(str(self.snapshot_dir(snapshot_id) / WEIGHTS_FILE))
+
+    def export_snapshot(self, snapshot_id: str, weights: Mapping[str, np.ndarray]) -> None:
+        snap = self.league.snapshots[snapshot_id]
+        meta = player_metadata(self.cfg.env, self.cfg.model_config, snap.player, snap.step)
+        meta.version = snap.version
+        meta.parent = snap.parent
+        meta.rating = snap.rating
+        save_snapshot(self.snapshot_dir(snapshot_id), weights, meta)
+
+    # ---- one iteration -------------------------------------------------------
+
+    def step(self, iteration: int, result: Mapping[str, Any]) -> LeagueStepReport:
+        records = self.drain(iteration)
+        used = self.league.record(records)
+        sampled = result.get("env_runners", {}).get("num_module_steps_sampled", {}) or {}
+        self.league.add_steps({p: int(sampled.get(p, 0)) for p in self.players})
+
+        decision = self.league.decide(self.rng)
+        current = self.learner_weights(self.players)
+        new_ids = self.league.apply(decision, iteration)
+        for sid in new_ids:
+            self.export_snapshot(sid, current[self.league.snapshots[sid].player])
+        reset_players = []
+        for reset in decision.resets:
+            source = self._initial_weights[reset.player] if reset.source is None else None
+            if source is None:
+                source = current.get(reset.source) or self.snapshot_weights(reset.source)
+            self.algo.learner_group.set_weights({reset.player: source})
+            reset_players.append(reset.player)
+        if reset_players:
+            self.algo.env_runner_group.sync_weights(
+                from_worker_or_learner_group=self.algo.learner_group,
+                policies=reset_players,
+                inference_only=True,
+            )
+
+        retired = retirements(self.league)
+        self.league.retire(retired)
+        for sid in retired:
+            shutil.rmtree(self.snapshot_dir(sid), ignore_errors=True)
+
+        active = choose_active_set(self.league, self.rng, self.active_set)
+        add = [s for s in active if s not in self.active_set]
+        remove = [s for s in self.active_set if s not in active]
+        self.plan = build_plan(self.league, active, iteration=iteration)
+        self.push(add, remove)
+        self.active_set = active
+        return LeagueStepReport(
+            iteration=iteration,
+            matches=used,
+            new_snapshots=new_ids,
+            resets=tuple(reset_players),
+            retired=tuple(retired),
+            active_set=active,
+            role_scores=role_scores(records, self.league.players),
+        )
+
+    # ---- state -----------------------------------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        return {
+            "league": self.league.get_state(),
+            "active_set": list(self.active_set),
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Restore league state and put the active set back on the env runners."""
+        self.league = League.from_state(self.cfg.league, state["league"])
+        self.rng.bit_generator.state = state["rng"]
+        on_runners = set(self.runner_module_ids()[0]) - set(self.players)
+        active = tuple(s for s in state["active_set"] if s in self.league.snapshots)
+        self.plan = build_plan(self.league, active)
+        self.push([s for s in active if s not in on_runners], sorted(on_runners - set(active)))
+        self.active_set = active

@@ -1,0 +1,134 @@
+"""Env steps/s on connect_four: raw PettingZoo, plain RLlib PPO, and this project.
+
+All measured in one run, on one local Ray instance with the same CPUs:
+
+  (a) raw PettingZoo connect_four_v3, uniform random legal moves, no RLlib;
+  (b) plain RLlib PPO self-play through RLlib's PettingZooEnv with RLlib's default
+      settings (one env per runner, episodes_to_numpy on, default runner class,
+      PPO's default training hyperparameters); the same masked module as (c),
+      since RLlib's default module cannot read action-mask dict observations;
+  (b') like (b) but with this project's PPO hyperparameters, so that the (c)/(b')
+      ratio isolates sampling and runner changes;
+  (c) this project's training (`league.algorithm.build_ppo_config`), defaults.
+
+Training throughput = env steps sampled / wall time of `algo.train()` over the
+timed iterations (after one warm-up iteration), learner updates included.
+
+    .venv/bin/python scripts/bench_throughput.py [--num-env-runners 1] [--iterations 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import ray
+from pettingzoo.classic import connect_four_v3
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+from ray.tune.registry import register_env
+
+from league.algorithm import build_ppo_config
+from league.config import TrainConfig
+from rlmodules.masked_policy import masked_policy_spec
+
+
+def raw_pettingzoo_steps_per_s(seconds: float, seed: int = 0) -> float:
+    rng = np.random.default_rng(seed)
+    env = connect_four_v3.env()
+    env.reset(seed=seed)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        obs, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            env.reset(seed=int(rng.integers(2**31)))
+            continue
+        legal = np.flatnonzero(obs["action_mask"])
+        env.step(int(rng.choice(legal)))
+        steps += 1
+    return steps / (time.perf_counter() - start)
+
+
+def plain_rllib_config(num_env_runners: int, project_hparams: TrainConfig | None) -> PPOConfig:
+    register_env("bench_connect_four", lambda _: PettingZooEnv(connect_four_v3.env()))
+    config = (
+        PPOConfig()
+        .environment("bench_connect_four")
+        .env_runners(num_env_runners=num_env_runners)
+        .multi_agent(
+            policies={"shared"},
+            policy_mapping_fn=lambda agent_id, episode, **kw: "shared",
+        )
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(rl_module_specs={"shared": masked_policy_spec()})
+        )
+    )
+    if project_hparams is not None:
+        h = project_hparams
+        config.training(
+            train_batch_size_per_learner=h.train_batch_size,
+            minibatch_size=h.minibatch_size,
+            num_epochs=h.num_epochs,
+            lr=h.lr,
+        )
+    return config
+
+
+def training_steps_per_s(config: PPOConfig, iterations: int) -> tuple[float, float]:
+    """(env steps/s, mean seconds per iteration) over `iterations` after one warm-up."""
+    algo = config.build_algo()
+    try:
+        algo.train()
+        steps, start = 0, time.perf_counter()
+        for _ in range(iterations):
+            result = algo.train()
+            steps += int(result["env_runners"]["num_env_steps_sampled"])
+        elapsed = time.perf_counter() - start
+    finally:
+        algo.stop()
+    return steps / elapsed, elapsed / iterations
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--num-env-runners", type=int, default=1)
+    parser.add_argument("--iterations", type=int, default=5, help="timed iterations per setup")
+    parser.add_argument("--raw-seconds", type=float, default=10.0)
+    parser.add_argument("--num-cpus", type=int, default=2)
+    args = parser.parse_args()
+
+    ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
+    ours = TrainConfig(env="connect_four", num_env_runners=args.num_env_runners)
+
+    raw = raw_pettingzoo_steps_per_s(args.raw_seconds)
+    print(f"(a)  raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
+    plain, plain_it = training_steps_per_s(
+        plain_rllib_config(args.num_env_runners, None), args.iterations
+    )
+    print(
+        f"(b)  plain RLlib PPO, defaults:        {plain:9,.0f} env steps/s ({plain_it:.1f} s/iter)"
+    )
+    plain_h, plain_h_it = training_steps_per_s(
+        plain_rllib_config(args.num_env_runners, ours), args.iterations
+    )
+    print(
+        f"(b') plain RLlib PPO, our PPO hparams: {plain_h:9,.0f} env steps/s "
+        f"({plain_h_it:.1f} s/iter)"
+    )
+    project, project_it = training_steps_per_s(build_ppo_config(ours), args.iterations)
+    print(
+        f"(c)  this project's training:         {project:9,.0f} env steps/s "
+        f"({project_it:.1f} s/iter; {ours.num_env_runners} runners x "
+        f"{ours.num_envs_per_env_runner} envs)"
+    )
+    print(
+        f"ratios: (c)/(b) = {project / plain:.2f}x   (c)/(b') = {project / plain_h:.2f}x   "
+        f"(c)/(a) = {project / raw:.2f}   (b)/(a) = {plain / raw:.2f}"
+    )
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

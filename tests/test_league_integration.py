@@ -1,0 +1,121 @@
+"""The league on real Ray: snapshots added and retired at runtime, frozen modules
+only on env runners, and every finished episode recorded exactly once."""
+
+from __future__ import annotations
+
+import pytest
+
+from league.algorithm import build_ppo_config, trainable_players
+from league.config import TrainConfig
+from league.driver import LeagueDriver
+from league.league_config import is_snapshot_id
+
+
+@pytest.fixture(scope="module")
+def league_run(ray_session, tmp_path_factory):
+    """A tiny league with small budgets, stepped for several iterations."""
+    cfg = TrainConfig.from_dict(
+        dict(
+            env="tictactoe",
+            num_env_runners=1,
+            num_envs_per_env_runner=4,
+            train_batch_size=600,
+            minibatch_size=200,
+            num_epochs=1,
+            hidden_sizes=[32],
+            league={
+                "snapshot_step_budget": 250,
+                "max_snapshots": 3,
+                "active_set_size": 2,
+            },
+        )
+    )
+    algo = build_ppo_config(cfg).build_algo()
+    driver = LeagueDriver(algo, cfg, tmp_path_factory.mktemp("league"), seed=0)
+    history = []
+    for iteration in range(1, 9):
+        result = algo.train()
+        report = driver.step(iteration, result)
+        history.append(
+            {
+                "result": result,
+                "report": report,
+                "runner_modules": driver.runner_module_ids(),
+                "league_size": len(driver.league.snapshots),
+            }
+        )
+    yield cfg, driver, history
+    algo.stop()
+
+
+def test_league_grows_and_retires_beyond_budget(league_run):
+    cfg, driver, history = league_run
+    sizes = [h["league_size"] for h in history]
+    new = sum(len(h["report"].new_snapshots) for h in history)
+    retired = [s for h in history for s in h["report"].retired]
+    assert max(sizes) >= 2 and new > cfg.league.max_snapshots
+    assert retired, sizes
+    assert all(size <= cfg.league.max_snapshots for size in sizes)
+    # Retired snapshots leave the registry and their files.
+    for sid in retired:
+        assert sid not in driver.league.snapshots
+        assert not driver.snapshot_dir(sid).exists()
+    # The latest snapshot of each main is never retired.
+    for sid in driver.league.latest_snapshots("main").values():
+        assert sid in driver.league.snapshots
+
+
+def test_frozen_ids_never_in_learner_results(league_run):
+    cfg, _, history = league_run
+    trainable = set(trainable_players(cfg))
+    for h in history:
+        learner_ids = set(h["result"]["learners"]) - {"__all_modules__"}
+        assert learner_ids <= trainable
+        assert not any(is_snapshot_id(m) for m in learner_ids)
+    learner_modules = set(driver_learner_modules(league_run[1]))
+    assert learner_modules == trainable
+
+
+def driver_learner_modules(driver: LeagueDriver) -> list[str]:
+    return list(driver.algo.learner_group.get_weights().keys())
+
+
+def test_runner_modules_are_trainables_plus_active_set(league_run):
+    cfg, _, history = league_run
+    trainable = set(trainable_players(cfg))
+    saw_frozen = False
+    for h in history:
+        active = set(h["report"].active_set)
+        assert len(active) <= cfg.league.active_set_size
+        for runner_modules in h["runner_modules"]:
+            assert set(runner_modules) == trainable | active
+        saw_frozen |= bool(active)
+    assert saw_frozen
+
+
+def test_frozen_modules_on_runners_are_inference_only(league_run):
+    _, driver, _ = league_run
+    params = driver.algo.env_runner_group.foreach_env_runner(
+        lambda er: {m: [n for n, _ in mod.named_parameters()] for m, mod in er.module.items()},
+        local_env_runner=False,
+    )
+    frozen = [(m, names) for p in params for m, names in p.items() if is_snapshot_id(m)]
+    assert frozen
+    for _, names in frozen:
+        assert names and not any(n.startswith("value_net") for n in names)
+
+
+def test_matches_recorded_equal_episodes_sampled(league_run):
+    _, driver, history = league_run
+    for h in history:
+        episodes = int(h["result"]["env_runners"]["num_episodes"])
+        assert h["report"].matches == episodes
+    # Matches involving frozen snapshots were played and recorded.
+    payoff_pairs = driver.league.payoff.get_state()["entries"]
+    assert any(is_snapshot_id(a) or is_snapshot_id(b) for a, b, *_ in payoff_pairs)
+
+
+def test_plan_only_names_modules_on_runners(league_run):
+    _, driver, history = league_run
+    on_runners = set(history[-1]["runner_modules"][0])
+    assert driver.plan.module_ids() <= on_runners
