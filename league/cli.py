@@ -58,7 +58,9 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-dir", required=True, help="run directory of a training run")
     p.add_argument("--player", default="main_0", help="player id (default main_0)")
     p.add_argument(
-        "--opponent", default="random", help="random | minimax (tictactoe) | search (connect_four)"
+        "--opponent",
+        default="random",
+        help="random | minimax (tictactoe) | search (connect_four) | a snapshot directory",
     )
     p.add_argument("--games", type=int, default=500, help="games in each seat (default 500)")
     p.add_argument(
@@ -124,14 +126,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not run.path.is_dir():
         raise CliError(f"run dir {args.run_dir!r} does not exist")
     path = run.player_dir(args.player)
+    if "@" in args.player:
+        path = run.path / "snapshots" / args.player
     if not path.is_dir():
         raise CliError(f"no player {args.player!r} in {args.run_dir!r} (looked in {path})")
     policy = load_policy(path)
     game = policy.meta.game
-    try:
-        opponent = make_opponent(args.opponent, game)
-    except ValueError as err:
-        raise CliError(str(err)) from err
+    if Path(args.opponent).is_dir():
+        opponent = load_policy(args.opponent, game=game)
+    else:
+        try:
+            opponent = make_opponent(args.opponent, game)
+        except ValueError as err:
+            raise CliError(str(err)) from err
     mode = "sampled" if args.sample else "greedy"
     print(f"{args.player} ({mode}) vs {args.opponent} on {game}, {args.games} games per seat")
     records = evaluate(game, policy, opponent, args.games, greedy=not args.sample, seed=args.seed)

@@ -31,6 +31,7 @@ from safetensors.numpy import load_file
 
 from league.algorithm import game_seats, snapshot_module_spec, trainable_players
 from league.config import TrainConfig
+from league.league_config import MAIN
 from league.match import MatchRecord
 from league.matchmaking import MatchmakingPlan, build_plan, choose_active_set
 from league.retirement import retirements
@@ -98,6 +99,21 @@ class LeagueDriver:
         self._seen_set: set[str] = set()
         self._initial_weights = self.learner_weights(self.players)
         self._spec = snapshot_module_spec(cfg)
+
+    def seed_league(self) -> tuple[str, ...]:
+        """Snapshot each main's initial weights, so PFSP and the exploiters have a
+        past to play from the first iteration (AlphaStar seeds its league the same
+        way with its supervised agents). Call once on a fresh league."""
+        ids = tuple(
+            self.league.take_snapshot(pid, iteration=0) for pid in self.league.cfg.player_ids(MAIN)
+        )
+        for sid in ids:
+            self.export_snapshot(sid, self._initial_weights[self.league.snapshots[sid].player])
+        active = choose_active_set(self.league, self.rng, ())
+        self.plan = build_plan(self.league, active)
+        self.push(list(active), [])
+        self.active_set = active
+        return ids
 
     # ---- Ray-side helpers --------------------------------------------------
 

@@ -198,8 +198,11 @@ class LeagueConfig:
         metadata=_help("Env steps since the last snapshot before the win-rate gate."),
     )
     snapshot_step_budget: int = field(
-        default=1_000_000,
-        metadata=_help("Snapshot anyway after this many env steps since the last."),
+        default=100_000,
+        metadata=_help(
+            "Snapshot anyway after this many of the player's env steps since the last "
+            "(small-game default; AlphaStar-scale runs use far more)."
+        ),
     )
 
     # Payoff and PFSP.

@@ -171,6 +171,8 @@ def train(
             driver.set_state(json.loads((checkpoint / LEAGUE_STATE_FILE).read_text()))
         base_steps, iteration = int(latest["env_steps"]), int(latest["iteration"])
         log(f"resumed {run.path} at iteration {iteration}, {base_steps:,d} env steps")
+    elif driver is not None:
+        log(f"league seeded with {', '.join(driver.seed_league())}")
     stop_minutes = cfg.stop_minutes
     if cfg.stop_timesteps is None and stop_minutes is None:
         stop_minutes = cfg.default_stop_minutes

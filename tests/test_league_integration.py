@@ -32,6 +32,8 @@ def league_run(ray_session, tmp_path_factory):
     )
     algo = build_ppo_config(cfg).build_algo()
     driver = LeagueDriver(algo, cfg, tmp_path_factory.mktemp("league"), seed=0)
+    seeded = driver.seed_league()
+    assert seeded == ("main_0@0",) and driver.active_set == seeded
     history = []
     for iteration in range(1, 9):
         result = algo.train()
