@@ -46,6 +46,35 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="random seed (default 0)")
     p.add_argument("--config", help="YAML or TOML file with TrainConfig fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    p.add_argument(
+        "--address",
+        help="Ray cluster address (auto, ray://host:10001, host:6379): train in the detached "
+        "league-coordinator actor there instead of in this process",
+    )
+    p.add_argument(
+        "--detach",
+        action="store_true",
+        help="with --address: return once the coordinator runs (query it with `league status`)",
+    )
+
+
+def _service_parsers(sub: argparse._SubParsersAction) -> None:
+    helps = {
+        "status": "state, iteration, env steps and league size of the running coordinator",
+        "standings": "ratings of every player and snapshot, best first",
+        "pause": "pause training after the current iteration",
+        "resume": "resume a paused coordinator",
+        "stop": "stop training, write a final checkpoint, and end the coordinator",
+    }
+    for name, text in helps.items():
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("--address", default="auto", help="Ray cluster address (default auto)")
+    p = sub.add_parser(
+        "snapshots",
+        help="list the league's snapshots (from the running coordinator, or a run dir)",
+    )
+    p.add_argument("--run-dir", help="read the run dir instead of asking the coordinator")
+    p.add_argument("--address", default="auto", help="Ray cluster address (default auto)")
 
 
 def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
@@ -76,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _evaluate_parser(sub)
+    _service_parsers(sub)
     return parser
 
 
@@ -109,8 +139,116 @@ def cmd_train(args: argparse.Namespace) -> int:
     from league.train import train
 
     cfg = train_config_from_args(args)
+    if args.address:
+        return _train_on_cluster(cfg, args)
+    if args.detach:
+        raise CliError("--detach needs --address (a cluster to leave the coordinator on)")
     train(cfg, resume=args.resume)
     return 0
+
+
+def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
+    import ray
+
+    from league.coordinator import start_coordinator
+
+    try:
+        actor = start_coordinator(cfg.to_dict(), args.resume, args.address)
+    except RuntimeError as err:
+        raise CliError(str(err)) from err
+    print(f"league-coordinator started on {args.address} (namespace league)", flush=True)
+    if args.detach:
+        print("detached: follow it with `league status`, end it with `league stop`")
+        return 0
+    seen = 0
+
+    def print_new_lines() -> int:
+        last = seen
+        for last, line in ray.get(actor.logs.remote(seen)):  # noqa: B007
+            print(line, flush=True)
+        return last
+
+    try:
+        while True:
+            seen = print_new_lines()
+            status = ray.get(actor.wait.remote(timeout=2.0))
+            if status["state"] in ("stopped", "failed"):
+                seen = print_new_lines()
+                break
+    except KeyboardInterrupt:
+        print("interrupted: stopping the coordinator (final checkpoint)", flush=True)
+        ray.get(actor.stop.remote())
+        status = ray.get(actor.wait.remote())
+    ray.kill(actor)
+    return 0 if status["state"] == "stopped" else 1
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    import ray
+
+    from league.coordinator import get_coordinator
+
+    actor = get_coordinator(args.address)
+    if args.command == "status":
+        status = ray.get(actor.status.remote())
+        for key, value in status.items():
+            print(f"{key}: {value}")
+    elif args.command == "standings":
+        for rank, (module, rating) in enumerate(ray.get(actor.standings.remote()), 1):
+            print(f"{rank:4d}. {module:28s} {rating:8.1f}")
+    elif args.command in ("pause", "resume"):
+        print(ray.get(getattr(actor, args.command).remote()))
+    elif args.command == "stop":
+        ray.get(actor.stop.remote())
+        status = ray.get(actor.wait.remote())
+        summary = status.get("summary") or {}
+        print(f"stopped: {status['state']}; final checkpoint {summary.get('checkpoint')}")
+        ray.kill(actor)
+    return 0
+
+
+def cmd_snapshots(args: argparse.Namespace) -> int:
+    if args.run_dir:
+        rows = _snapshots_from_run_dir(Path(args.run_dir))
+    else:
+        import ray
+
+        from league.coordinator import get_coordinator
+
+        rows = ray.get(get_coordinator(args.address).snapshots.remote())
+    if not rows:
+        print("no snapshots")
+    for sid, snap in sorted(rows.items(), key=lambda kv: -float(kv[1].get("rating") or 0)):
+        rating = snap.get("rating")
+        rating_text = f"{rating:8.1f}" if rating is not None else "       -"
+        print(
+            f"{sid:28s} role {snap.get('role', '-'):17s} rating {rating_text} "
+            f"step {snap.get('step', snap.get('env_steps', '-'))}"
+        )
+    return 0
+
+
+def _snapshots_from_run_dir(run_dir: Path) -> dict[str, dict[str, Any]]:
+    import json
+
+    from league.snapshot import read_metadata
+
+    if not run_dir.is_dir():
+        raise CliError(f"run dir {str(run_dir)!r} does not exist")
+    rows = {}
+    for path in sorted((run_dir / "snapshots").glob("*@*")):
+        meta = read_metadata(path)
+        rows[path.name] = {"role": meta.role, "rating": meta.rating, "step": meta.env_steps}
+    latest = run_dir / "checkpoints" / "latest.json"
+    if latest.is_file():  # ratings as of the newest checkpoint, where the league saved them
+        checkpoint = run_dir / "checkpoints" / json.loads(latest.read_text())["checkpoint"]
+        state_file = checkpoint / "league_state.json"
+        if state_file.is_file():
+            league = json.loads(state_file.read_text())["league"]
+            for snap in league.get("snapshots", []):
+                if snap.get("id") in rows:
+                    rows[snap["id"]].update({k: snap[k] for k in ("rating", "step") if k in snap})
+    return rows
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -157,19 +295,36 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate}
+COMMANDS = {
+    "train": cmd_train,
+    "evaluate": cmd_evaluate,
+    "status": cmd_service,
+    "standings": cmd_service,
+    "pause": cmd_service,
+    "resume": cmd_service,
+    "stop": cmd_service,
+    "snapshots": cmd_snapshots,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from league.config import ConfigError
+    from league.coordinator import CoordinatorNotFound
     from league.snapshot import SnapshotError
     from league.train import RunDirError
 
     try:
         return COMMANDS[args.command](args)
-    except (CliError, ConfigError, UnknownGameError, RunDirError, SnapshotError) as err:
+    except (
+        CliError,
+        ConfigError,
+        UnknownGameError,
+        RunDirError,
+        SnapshotError,
+        CoordinatorNotFound,
+    ) as err:
         print(f"league: error: {err}", file=sys.stderr)
         return EXIT_USAGE
 

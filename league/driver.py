@@ -19,6 +19,7 @@ experience (rlmodules.league_learner), so weight syncs carry trainable players o
 
 from __future__ import annotations
 
+import math
 import shutil
 from collections import deque
 from collections.abc import Mapping
@@ -51,6 +52,7 @@ class LeagueStepReport:
     retired: tuple[str, ...]
     active_set: tuple[str, ...]
     role_scores: dict[str, float] = field(default_factory=dict)
+    matches_vs_snapshots: int = 0
 
     def format(self, league: League, top: int = 4) -> str:
         ratings = sorted(league.ratings.as_dict().items(), key=lambda kv: -kv[1])[:top]
@@ -66,6 +68,16 @@ class LeagueStepReport:
             f"{len(self.active_set)}/{league.cfg.active_set_size} | matches {self.matches} | "
             f"top " + ", ".join(f"{m} {r:.0f}" for m, r in ratings) + f" | win rate {scores}"
         )
+
+
+def _count(value: Any) -> int:
+    """A metric as a count: RLlib reports NaN for modules with no samples (e.g. after
+    an env runner restart)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0
+    return int(number) if math.isfinite(number) else 0
 
 
 def role_scores(records: list[MatchRecord], players: Mapping[str, Any]) -> dict[str, float]:
@@ -109,10 +121,9 @@ class LeagueDriver:
         )
         for sid in ids:
             self.export_snapshot(sid, self._initial_weights[self.league.snapshots[sid].player])
-        active = choose_active_set(self.league, self.rng, ())
-        self.plan = build_plan(self.league, active)
-        self.push(list(active), [])
-        self.active_set = active
+        self.active_set = choose_active_set(self.league, self.rng, ())
+        self.plan = build_plan(self.league, self.active_set)
+        self.push()
         return ids
 
     # ---- Ray-side helpers --------------------------------------------------
@@ -149,14 +160,36 @@ class LeagueDriver:
                 records.append(MatchRecord(**match, iteration=iteration))
         return records
 
-    def push(self, add: list[str], remove: list[str]) -> None:
-        """Swap frozen modules and install the current plan on every env runner."""
-        payload = {sid: (self._spec, self.snapshot_weights(sid)) for sid in add}
+    def push(self) -> None:
+        """Make every env runner hold exactly the trainable players plus the active
+        set, and install the current plan, in one actor call per runner group.
+
+        Runners are diffed one by one, so a runner that RLlib restarted after a
+        failure (it comes back with the trainable players only) gets the whole
+        active set again, while healthy runners receive only what changed.
+        """
+        wanted = set(self.active_set)
         mapping = PlanMapping(self.plan, self.seats)
-        self.algo.env_runner_group.foreach_env_runner(
-            lambda er: update_runner(er, add=payload, remove=remove, mapping=mapping),
+        holdings = self.algo.env_runner_group.foreach_env_runner(
+            lambda er: (er.worker_index, sorted(er.module.keys())),
             local_env_runner=self._use_local_runner,
         )
+        groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = {}
+        for index, modules in holdings:
+            frozen = set(modules) - set(self.players)
+            key = (tuple(sorted(wanted - frozen)), tuple(sorted(frozen - wanted)))
+            groups.setdefault(key, []).append(index)
+        for (missing, extra), indices in groups.items():
+            payload = {sid: (self._spec, self.snapshot_weights(sid)) for sid in missing}
+            def update(er: Any, p: dict = payload, r: tuple = extra) -> list[str]:
+                return update_runner(er, add=p, remove=r, mapping=mapping)
+
+            group = self.algo.env_runner_group
+            if 0 in indices:
+                update(group.local_env_runner)
+            remote = [i for i in indices if i != 0]
+            if remote:  # never an empty list: RLlib reads [] as "all runners"
+                group.foreach_env_runner(update, local_env_runner=False, remote_worker_ids=remote)
 
     # ---- snapshots -----------------------------------------------------------
 
@@ -180,7 +213,7 @@ class LeagueDriver:
         records = self.drain(iteration)
         used = self.league.record(records)
         sampled = result.get("env_runners", {}).get("num_module_steps_sampled", {}) or {}
-        self.league.add_steps({p: int(sampled.get(p, 0)) for p in self.players})
+        self.league.add_steps({p: _count(sampled.get(p)) for p in self.players})
 
         decision = self.league.decide(self.rng)
         current = self.learner_weights(self.players)
@@ -206,12 +239,10 @@ class LeagueDriver:
         for sid in retired:
             shutil.rmtree(self.snapshot_dir(sid), ignore_errors=True)
 
-        active = choose_active_set(self.league, self.rng, self.active_set)
-        add = [s for s in active if s not in self.active_set]
-        remove = [s for s in self.active_set if s not in active]
-        self.plan = build_plan(self.league, active, iteration=iteration)
-        self.push(add, remove)
-        self.active_set = active
+        self.active_set = choose_active_set(self.league, self.rng, self.active_set)
+        self.plan = build_plan(self.league, self.active_set, iteration=iteration)
+        self.push()
+        active = self.active_set
         return LeagueStepReport(
             iteration=iteration,
             matches=used,
@@ -220,6 +251,10 @@ class LeagueDriver:
             retired=tuple(retired),
             active_set=active,
             role_scores=role_scores(records, self.league.players),
+            matches_vs_snapshots=sum(
+                any(m in self.league.snapshots or "@" in m for m in r.modules.values())
+                for r in records
+            ),
         )
 
     # ---- state -----------------------------------------------------------------
@@ -235,8 +270,6 @@ class LeagueDriver:
         """Restore league state and put the active set back on the env runners."""
         self.league = League.from_state(self.cfg.league, state["league"])
         self.rng.bit_generator.state = state["rng"]
-        on_runners = set(self.runner_module_ids()[0]) - set(self.players)
-        active = tuple(s for s in state["active_set"] if s in self.league.snapshots)
-        self.plan = build_plan(self.league, active)
-        self.push([s for s in active if s not in on_runners], sorted(on_runners - set(active)))
-        self.active_set = active
+        self.active_set = tuple(s for s in state["active_set"] if s in self.league.snapshots)
+        self.plan = build_plan(self.league, self.active_set)
+        self.push()

@@ -376,10 +376,18 @@ def _write_local_atomic(path: Path, files: Mapping[str, bytes]) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
     try:
         for name, data in files.items():
-            (tmp / name).write_bytes(data)
+            _write_durably(tmp / name, data)
         _swap_in(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    """Write and fsync, so that a crash after the rename cannot leave empty files."""
+    with open(path, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
 
 
 def _check_replaceable(path: Path) -> None:
@@ -564,7 +572,8 @@ class SnapshotPolicy:
         if greedy:
             return int(np.argmax(probs))
         rng = rng or np.random.default_rng()
-        return int(rng.choice(len(probs), p=probs))
+        # The softmax ran in float32: its sum can miss 1 by more than numpy accepts.
+        return int(rng.choice(len(probs), p=probs / probs.sum()))
 
 
 def _load_weights(

@@ -11,9 +11,11 @@ Run directory layout:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ import numpy as np
 import ray
 
 from envs.opponents import make_opponent
-from league.algorithm import MAIN_PLAYER, build_ppo_config, trainable_players
+from league.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
 from league.config import TrainConfig
 from league.driver import LeagueDriver
 from league.evaluation import REFERENCE_OPPONENTS, SeatRecord, evaluate
@@ -111,11 +113,13 @@ def format_evaluation(results: dict[str, list[SeatRecord]]) -> str:
     return "eval (greedy, first / second seat): " + " | ".join(parts)
 
 
-def format_progress(iteration: int, env_steps: int, steps_per_s: float, result: dict) -> str:
+def format_progress(
+    iteration: int, env_steps: int, steps_per_s: float, result: dict, first_seat: str
+) -> str:
     runners = result.get("env_runners", {})
     learner = result.get("learners", {}).get(MAIN_PLAYER, {})
     returns = runners.get("agent_episode_returns_mean", {}) or {}
-    first_return = next(iter(returns.values()), float("nan"))
+    first_return = returns.get(first_seat, float("nan"))
     return (
         f"iter {iteration:4d} | env steps {env_steps:>9,d} | {steps_per_s:7,.0f} steps/s | "
         f"episodes {int(runners.get('num_episodes', 0)):5d} | "
@@ -152,8 +156,59 @@ def resume_config(run_dir: str, overrides: dict[str, Any]) -> TrainConfig:
     return TrainConfig.from_dict(stored, source=str(run.config_file))
 
 
+class TrainControl:
+    """Hooks through which a service (the coordinator actor) steers the loop.
+
+    The loop runs in one thread; pause/resume/stop come from others. Each finished
+    iteration is published as a JSON-able record for status queries and metrics.
+    """
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._lock = threading.Lock()
+        self.latest: dict[str, Any] = {}
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def request_stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def stop_requested(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_while_paused(self) -> None:
+        while not self._running.wait(timeout=0.2):
+            pass
+
+    def publish(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            self.latest = record
+        for listener in self.listeners:
+            listener(record)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self.latest)
+
+
 def train(
-    cfg: TrainConfig, *, resume: bool = False, log: Callable[[str], None] = print
+    cfg: TrainConfig,
+    *,
+    resume: bool = False,
+    log: Callable[[str], None] = print,
+    control: TrainControl | None = None,
 ) -> TrainingSummary:
     """Train until a stop condition; checkpoint periodically and at the end."""
     run, latest = prepare_run(cfg, resume)
@@ -183,35 +238,62 @@ def train(
         f"{cfg.stop_timesteps or '-'} env steps / {stop_minutes or '-'} min; run dir {run.path}"
     )
     env_steps = base_steps
+    seats = game_seats(cfg.env)
     last_saved_iteration = iteration if latest else -1
     progress = (run.path / "progress.jsonl").open("a")
     try:
         while env_steps < (cfg.stop_timesteps or float("inf")) and time.monotonic() < deadline:
+            if control is not None:
+                if control.paused:
+                    log("paused")
+                    control.wait_while_paused()
+                    log("resumed" if not control.stop_requested() else "stopping")
+                if control.stop_requested():
+                    log("stop requested: writing a final checkpoint")
+                    break
             started = time.perf_counter()
             result = algo.train()
             elapsed = time.perf_counter() - started
             iteration += 1
             sampled = int(result.get("env_runners", {}).get("num_env_steps_sampled", 0))
             env_steps += sampled
-            log(format_progress(iteration, env_steps, sampled / elapsed, result))
-            if driver is not None:
-                report = driver.step(iteration, result)
-                log(report.format(driver.league))
+            log(format_progress(iteration, env_steps, sampled / elapsed, result, seats[0]))
             record: dict[str, Any] = {
                 "iteration": iteration,
                 "env_steps": env_steps,
                 "seconds": elapsed,
                 "episode_len_mean": result.get("env_runners", {}).get("episode_len_mean"),
             }
+            if driver is not None:
+                report = driver.step(iteration, result)
+                log(report.format(driver.league))
+                record["league"] = {
+                    "size": len(driver.league.snapshots),
+                    "active_set": list(report.active_set),
+                    "matches": report.matches,
+                    "new_snapshots": list(report.new_snapshots),
+                    "retired": list(report.retired),
+                    "ratings": driver.league.ratings.as_dict(),
+                    "role_scores": report.role_scores,
+                }
             if cfg.eval_interval and iteration % cfg.eval_interval == 0:
                 policy, _ = player_policy(algo, cfg, MAIN_PLAYER)
                 summary.evaluations = evaluate_against_references(cfg, policy, cfg.seed + iteration)
                 log(format_evaluation(summary.evaluations))
                 record["eval"] = {
-                    name: [r.__dict__ for r in seats] for name, seats in summary.evaluations.items()
+                    name: [r.__dict__ for r in records]
+                    for name, records in summary.evaluations.items()
                 }
             progress.write(json.dumps(record) + "\n")
             progress.flush()
+            if control is not None:
+                record["steps_per_s"] = sampled / elapsed
+                if driver is not None:
+                    record["snapshots"] = {
+                        sid: dataclasses.asdict(snap)
+                        for sid, snap in driver.league.snapshots.items()
+                    }
+                control.publish(record)
             if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
                 summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, driver)
                 last_saved_iteration = iteration

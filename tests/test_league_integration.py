@@ -7,7 +7,7 @@ import pytest
 
 from league.algorithm import build_ppo_config, trainable_players
 from league.config import TrainConfig
-from league.driver import LeagueDriver
+from league.driver import LeagueDriver, _count
 from league.league_config import is_snapshot_id
 
 
@@ -112,12 +112,49 @@ def test_matches_recorded_equal_episodes_sampled(league_run):
     for h in history:
         episodes = int(h["result"]["env_runners"]["num_episodes"])
         assert h["report"].matches == episodes
-    # Matches involving frozen snapshots were played and recorded.
-    payoff_pairs = driver.league.payoff.get_state()["entries"]
-    assert any(is_snapshot_id(a) or is_snapshot_id(b) for a, b, *_ in payoff_pairs)
+    # Matches against frozen snapshots were played and recorded.
+    assert sum(h["report"].matches_vs_snapshots for h in history) > 0
 
 
 def test_plan_only_names_modules_on_runners(league_run):
     _, driver, history = league_run
     on_runners = set(history[-1]["runner_modules"][0])
     assert driver.plan.module_ids() <= on_runners
+
+
+def test_restarted_env_runner_gets_active_set_back(ray_session, tmp_path):
+    """A killed env runner is restarted by RLlib with the trainable players only; the
+    next league step gives it the active set again and training goes on."""
+    import ray
+
+    cfg = TrainConfig.from_dict(
+        dict(
+            env="tictactoe",
+            num_env_runners=1,
+            num_envs_per_env_runner=2,
+            train_batch_size=300,
+            minibatch_size=100,
+            num_epochs=1,
+            hidden_sizes=[16],
+            league={"snapshot_step_budget": 100, "active_set_size": 2},
+        )
+    )
+    algo = build_ppo_config(cfg).build_algo()
+    try:
+        driver = LeagueDriver(algo, cfg, tmp_path, seed=0)
+        driver.seed_league()
+        driver.step(1, algo.train())
+        assert driver.active_set
+        (victim,) = algo.env_runner_group._worker_manager.actors().values()
+        ray.kill(victim, no_restart=False)
+        recorded = episodes = 0
+        for iteration in range(2, 6):
+            result = algo.train()
+            report = driver.step(iteration, result)
+            recorded += report.matches
+            episodes += _count(result["env_runners"].get("num_episodes"))
+        assert recorded == episodes > 0
+        expected = set(trainable_players(cfg)) | set(driver.active_set)
+        assert all(set(m) == expected for m in driver.runner_module_ids())
+    finally:
+        algo.stop()

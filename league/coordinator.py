@@ -1,0 +1,199 @@
+"""The league as a Ray service: a named, detached coordinator actor.
+
+`league train --address ...` creates the actor `league-coordinator` in namespace
+`league`; it owns the Algorithm and the league and runs the same training loop as
+a local `league train` (league.train.train) in a thread, so that status queries,
+pause/resume and stop are served while it trains. Other processes reach it by
+name (`league status`, `standings`, `snapshots`, `pause`, `resume`, `stop`).
+
+League metrics are exported through `ray.util.metrics` (Prometheus) from the
+actor, so the Ray dashboard and any Prometheus scraping Ray's metrics port show
+them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections import deque
+from typing import Any
+
+import ray
+
+COORDINATOR_NAME = "league-coordinator"
+NAMESPACE = "league"
+LOG_LINES_KEPT = 2000
+
+
+class CoordinatorNotFound(RuntimeError):
+    """No coordinator actor is running in the cluster asked about."""
+
+
+class LeagueMetrics:
+    """Prometheus metrics of a league, one update per iteration."""
+
+    def __init__(self) -> None:
+        from ray.util.metrics import Counter, Gauge
+
+        self.steps_per_s = Gauge("league_env_steps_per_second", "Env steps per second.")
+        self.iteration_s = Gauge("league_iteration_seconds", "Wall time of an iteration.")
+        self.env_steps = Gauge("league_env_steps_total", "Env steps sampled in total.")
+        self.league_size = Gauge("league_size", "Snapshots in the league registry.")
+        self.active_set = Gauge("league_active_set_size", "Frozen opponents on env runners.")
+        self.rating = Gauge("league_rating", "Elo rating per module.", tag_keys=("module",))
+        self.role_win_rate = Gauge(
+            "league_role_win_rate", "Score against others per role.", tag_keys=("role",)
+        )
+        self.matches = Counter("league_matches_recorded", "Matches recorded.")
+        self.store_latency = Gauge("league_store_write_seconds", "Store commit latency.")
+
+    def update(self, record: dict[str, Any]) -> None:
+        self.steps_per_s.set(float(record.get("steps_per_s", 0.0)))
+        self.iteration_s.set(float(record.get("seconds", 0.0)))
+        self.env_steps.set(float(record.get("env_steps", 0)))
+        league = record.get("league")
+        if league:
+            self.league_size.set(float(league["size"]))
+            self.active_set.set(float(len(league["active_set"])))
+            for module, rating in league["ratings"].items():
+                self.rating.set(float(rating), tags={"module": module})
+            for role, score in league["role_scores"].items():
+                self.role_win_rate.set(float(score), tags={"role": role})
+            if league["matches"]:
+                self.matches.inc(float(league["matches"]))
+            if "store_seconds" in league:
+                self.store_latency.set(float(league["store_seconds"]))
+
+
+@ray.remote(num_cpus=0, max_concurrency=16)
+class LeagueCoordinator:
+    """Owns the Algorithm and the league; trains in a thread, answers queries."""
+
+    def __init__(self, cfg_dict: dict[str, Any], resume: bool) -> None:
+        from league.config import TrainConfig
+        from league.train import TrainControl
+
+        self.cfg = TrainConfig.from_dict(cfg_dict, source="coordinator")
+        self.resume_run = resume
+        self.control = TrainControl()
+        self.metrics = LeagueMetrics()
+        self.control.listeners.append(self.metrics.update)
+        self.lines: deque[tuple[int, str]] = deque(maxlen=LOG_LINES_KEPT)
+        self._line_no = 0
+        self._lock = threading.Lock()
+        self.state = "created"
+        self.error: str | None = None
+        self.summary: dict[str, Any] | None = None
+        self.started_at = time.time()
+        self._thread: threading.Thread | None = None
+
+    def _log(self, line: str) -> None:
+        with self._lock:
+            self._line_no += 1
+            self.lines.append((self._line_no, line))
+        print(line, flush=True)
+
+    def _run(self) -> None:
+        from league.train import train
+
+        self.state = "running"
+        try:
+            summary = train(self.cfg, resume=self.resume_run, log=self._log, control=self.control)
+            self.summary = {
+                "iterations": summary.iterations,
+                "env_steps": summary.env_steps,
+                "checkpoint": summary.checkpoint,
+            }
+            self.state = "stopped"
+        except Exception as err:  # the service reports, it does not vanish
+            self.error = f"{type(err).__name__}: {err}"
+            self._log(traceback.format_exc())
+            self.state = "failed"
+
+    def start(self) -> str:
+        """Start training in a background thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="league-train", daemon=True)
+            self._thread.start()
+        return self.state
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any]:
+        """Block until training ends (or `timeout`); returns status."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.status()
+
+    def status(self) -> dict[str, Any]:
+        latest = self.control.snapshot()
+        league = latest.get("league") or {}
+        return {
+            "state": "paused" if self.state == "running" and self.control.paused else self.state,
+            "env": self.cfg.env,
+            "mode": self.cfg.mode,
+            "run_dir": self.cfg.run_dir,
+            "iteration": latest.get("iteration", 0),
+            "env_steps": latest.get("env_steps", 0),
+            "steps_per_s": latest.get("steps_per_s"),
+            "league_size": league.get("size"),
+            "active_set": league.get("active_set"),
+            "error": self.error,
+            "summary": self.summary,
+            "uptime_s": time.time() - self.started_at,
+        }
+
+    def standings(self) -> list[tuple[str, float]]:
+        ratings = (self.control.snapshot().get("league") or {}).get("ratings", {})
+        return sorted(ratings.items(), key=lambda kv: -kv[1])
+
+    def snapshots(self) -> dict[str, dict[str, Any]]:
+        return self.control.snapshot().get("snapshots", {})
+
+    def logs(self, since: int = 0) -> list[tuple[int, str]]:
+        with self._lock:
+            return [(n, line) for n, line in self.lines if n > since]
+
+    def pause(self) -> str:
+        self.control.pause()
+        return "paused"
+
+    def resume(self) -> str:
+        self.control.resume()
+        return "running"
+
+    def stop(self) -> str:
+        self.control.request_stop()
+        return "stopping"
+
+
+def connect(address: str | None) -> None:
+    """Join the cluster at `address` (or the local one) in the league namespace."""
+    if not ray.is_initialized():
+        ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False)
+
+
+def get_coordinator(address: str | None = None) -> Any:
+    connect(address)
+    try:
+        return ray.get_actor(COORDINATOR_NAME, namespace=NAMESPACE)
+    except ValueError:
+        raise CoordinatorNotFound(
+            f"no {COORDINATOR_NAME!r} actor in namespace {NAMESPACE!r} on the Ray cluster "
+            f"at {address or 'auto'}; start one with `league train --address ...`"
+        ) from None
+
+
+def start_coordinator(cfg_dict: dict[str, Any], resume: bool, address: str | None) -> Any:
+    """Create the detached coordinator and start it training; refuse a second one."""
+    connect(address)
+    try:
+        ray.get_actor(COORDINATOR_NAME, namespace=NAMESPACE)
+    except ValueError:
+        pass
+    else:
+        raise RuntimeError(f"a {COORDINATOR_NAME!r} is already running; `league stop` it first")
+    actor = LeagueCoordinator.options(
+        name=COORDINATOR_NAME, namespace=NAMESPACE, lifetime="detached"
+    ).remote(cfg_dict, resume)
+    ray.get(actor.start.remote())
+    return actor
