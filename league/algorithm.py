@@ -16,13 +16,16 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from envs.adapters import rllib_env_class
 from envs.registry import game_spaces, get_game
-from league.config import TrainConfig
+from league.config import ConfigError, TrainConfig
 from league.matchmaking import MatchmakingPlan, build_plan
 from league.roles import League
 from league.runner_hooks import MatchRecorder, PlanMapping
 from rlmodules.inference_only_runner import InferenceOnlyEnvRunner
 from rlmodules.league_learner import LeaguePPOLearner
+from rlmodules.learner_only_learner import CURIOSITY_COEFF_KEY, LearnerOnlyPPOLearner
 from rlmodules.masked_policy import masked_policy_spec
+from rlmodules.shared_value import SHARED_VF_ID, shared_value_spec
+from rlmodules.world_model import WORLD_MODEL_ID, world_model_spec
 
 MAIN_PLAYER = "main_0"
 
@@ -48,8 +51,45 @@ def snapshot_module_spec(cfg: TrainConfig):
     return masked_policy_spec(obs_space, act_space, cfg.model_config, inference_only=True)
 
 
+def check_learner_only_switches(cfg: TrainConfig) -> None:
+    """Refuse switch combinations that would silently do nothing or cannot work."""
+    if cfg.centralized_critic and not cfg.shared_vf:
+        raise ConfigError("centralized_critic needs shared_vf")
+    if cfg.centralized_critic and get_game(cfg.env).kind != "simultaneous":
+        raise ConfigError(
+            f"centralized_critic needs a simultaneous-move game; {cfg.env!r} is turn-based"
+        )
+    if cfg.curiosity_coeff < 0:
+        raise ConfigError(f"curiosity_coeff must be >= 0, got {cfg.curiosity_coeff}")
+    if cfg.curiosity_coeff > 0 and not cfg.world_model:
+        raise ConfigError("curiosity_coeff > 0 needs world_model")
+
+
+def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
+    """Specs of the learner-only modules switched on in `cfg` (explicit spaces)."""
+    obs_space, act_space = game_spaces(cfg.env)
+    specs: dict[str, Any] = {}
+    if cfg.shared_vf:
+        specs[SHARED_VF_ID] = shared_value_spec(
+            obs_space,
+            act_space,
+            players,
+            cfg.model_config,
+            centralized=cfg.centralized_critic,
+            seats=game_seats(cfg.env),
+        )
+    if cfg.world_model:
+        specs[WORLD_MODEL_ID] = world_model_spec(obs_space, act_space, cfg.model_config)
+    return specs
+
+
 def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
+    """The PPOConfig of a run; learner-only modules join learners only (see rlmodules)."""
+    check_learner_only_switches(cfg)
     players = trainable_players(cfg)
+    extra = learner_only_specs(cfg, players)
+    # With the shared value function the policies have no value head at all.
+    policy_model_config = {**cfg.model_config, **({"value_head": False} if cfg.shared_vf else {})}
     if cfg.mode == "league":
         plan = plan or build_plan(League(cfg.league), ())
         mapping: Any = PlanMapping(plan, game_seats(cfg.env))
@@ -66,14 +106,17 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
             episodes_to_numpy=cfg.episodes_to_numpy,
         )
         .multi_agent(
-            policies=set(players),
+            policies=set(players) | set(extra),
             policy_mapping_fn=mapping,
-            policies_to_train=players,
+            policies_to_train=players + list(extra),
         )
         .rl_module(
             rl_module_spec=MultiRLModuleSpec(
                 rl_module_specs={
-                    pid: masked_policy_spec(model_config=cfg.model_config) for pid in players
+                    **{
+                        pid: masked_policy_spec(model_config=policy_model_config) for pid in players
+                    },
+                    **extra,
                 }
             )
         )
@@ -87,9 +130,17 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
             clip_param=cfg.clip_param,
             entropy_coeff=cfg.entropy_coeff,
             vf_loss_coeff=cfg.vf_loss_coeff,
+            # Policies without a value head have no value loss; the shared one has its own.
+            use_critic=not cfg.shared_vf,
+            learner_config_dict={CURIOSITY_COEFF_KEY: cfg.curiosity_coeff},
         )
         .debugging(seed=cfg.seed)
     )
+    if extra:
+        # Subclass of LeaguePPOLearner: also right for selfplay, where nothing is dropped.
+        config.learners(learner_class=LearnerOnlyPPOLearner)
+    elif cfg.mode == "league":
+        config.learners(learner_class=LeaguePPOLearner)
     if cfg.mode == "league":
-        config.learners(learner_class=LeaguePPOLearner).callbacks(MatchRecorder)
+        config.callbacks(MatchRecorder)
     return config

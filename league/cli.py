@@ -98,6 +98,19 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
+def _play_report_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("play", help="play a game in the terminal against a player or snapshot")
+    p.add_argument("--run-dir", help="run directory (with --player)")
+    p.add_argument("--player", default="main_0", help="player or snapshot id (default main_0)")
+    p.add_argument("--snapshot", help="a snapshot directory instead of --run-dir/--player")
+    p.add_argument("--seat", help="your seat (agent id, e.g. player_2); default: move first")
+    p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("report", help="write PNGs: rating curves, payoff heatmap, league size")
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--out", help="output directory (default RUN_DIR/report)")
+    p.add_argument("--top", type=int, default=30, help="modules in the heatmap (default 30)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="league", description="League self-play trainer for PettingZoo games."
@@ -106,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     _train_parser(sub)
     _evaluate_parser(sub)
     _service_parsers(sub)
+    _play_report_parsers(sub)
     return parser
 
 
@@ -256,19 +270,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from league.evaluation import evaluate
     from league.exploitability import greedy, tictactoe_exploitability
     from league.snapshot import load_policy
-    from league.train import RunDir
 
     if args.games < 1:
         raise CliError(f"--games must be >= 1, got {args.games}")
-    run = RunDir(Path(args.run_dir))
-    if not run.path.is_dir():
-        raise CliError(f"run dir {args.run_dir!r} does not exist")
-    path = run.player_dir(args.player)
-    if "@" in args.player:
-        path = run.path / "snapshots" / args.player
-    if not path.is_dir():
-        raise CliError(f"no player {args.player!r} in {args.run_dir!r} (looked in {path})")
-    policy = load_policy(path)
+    policy = load_policy(_player_path(Path(args.run_dir), args.player))
     game = policy.meta.game
     if Path(args.opponent).is_dir():
         opponent = load_policy(args.opponent, game=game)
@@ -295,7 +300,51 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_play(args: argparse.Namespace) -> int:
+    from league.play import play
+    from league.snapshot import load_policy
+
+    if args.snapshot:
+        path = Path(args.snapshot)
+    elif args.run_dir:
+        path = _player_path(Path(args.run_dir), args.player)
+    else:
+        raise CliError("give --snapshot PATH, or --run-dir DIR (with --player)")
+    policy = load_policy(path)
+    try:
+        play(policy, policy.meta.game, args.seat, seed=args.seed)
+    except ValueError as err:
+        raise CliError(str(err)) from err
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from league.report import ReportError, write_report
+
+    try:
+        paths = write_report(
+            Path(args.run_dir), Path(args.out) if args.out else None, top_n=args.top
+        )
+    except ReportError as err:
+        raise CliError(str(err)) from err
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+def _player_path(run_dir: Path, player: str) -> Path:
+    """A trainable player's latest weights, or a frozen snapshot by its id."""
+    if not run_dir.is_dir():
+        raise CliError(f"run dir {str(run_dir)!r} does not exist")
+    path = run_dir / "snapshots" / player if "@" in player else run_dir / "players" / player
+    if not path.is_dir():
+        raise CliError(f"no player {player!r} in {str(run_dir)!r} (looked in {path})")
+    return path
+
+
 COMMANDS = {
+    "play": cmd_play,
+    "report": cmd_report,
     "train": cmd_train,
     "evaluate": cmd_evaluate,
     "status": cmd_service,

@@ -78,6 +78,35 @@ class TrainConfig:
         metadata=_help("Hidden layer sizes of policy and value MLPs."),
     )
     activation: str = field(default="relu", metadata=_help("relu, tanh, elu or silu."))
+    # Learner-only modules (rlmodules.shared_value, rlmodules.world_model)
+    shared_vf: bool = field(
+        default=False,
+        metadata=_help(
+            "One learner-only value function for all trainable players (input: observation "
+            "+ player one-hot); PPO's advantages use it and the policies carry no value head."
+        ),
+    )
+    centralized_critic: bool = field(
+        default=False,
+        metadata=_help(
+            "With shared_vf, on simultaneous-move games (rps) only: the critic sees all "
+            "seats' observations (MAPPO-style centralized critic)."
+        ),
+    )
+    world_model: bool = field(
+        default=False,
+        metadata=_help(
+            "Train a learner-only world model predicting each player's next observation, "
+            "reward and game end from observation and action (own loss and optimizer)."
+        ),
+    )
+    curiosity_coeff: float = field(
+        default=0.0,
+        metadata=_help(
+            "With world_model: add this times the world model's next-observation error to "
+            "the rewards (ICM-style curiosity); 0 = off."
+        ),
+    )
     # Evaluation and checkpoints
     eval_interval: int = field(
         default=5,

@@ -181,6 +181,7 @@ class LeagueDriver:
             groups.setdefault(key, []).append(index)
         for (missing, extra), indices in groups.items():
             payload = {sid: (self._spec, self.snapshot_weights(sid)) for sid in missing}
+
             def update(er: Any, p: dict = payload, r: tuple = extra) -> list[str]:
                 return update_runner(er, add=p, remove=r, mapping=mapping)
 

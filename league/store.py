@@ -159,11 +159,16 @@ def _by_id(items: Sequence[Mapping[str, Any]], section: str) -> dict[str, dict[s
     return out
 
 
+# One encoder, reused: ``json.dumps`` with non-default options builds a new
+# encoder per call, which dominated the cost of the ~5000 small view rows.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def dumps(value: Any, what: str) -> str:
     """Strict JSON (no NaN, no silent ``default=str``): whatever the store
     writes must read back equal, from any language."""
     try:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+        return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as err:
         raise StoreError(f"{what} is not JSON-able: {err}") from err
 
@@ -357,6 +362,10 @@ class SQLiteStore(LeagueStore):
                     raise StoreError(
                         f"SQLite store {self.path} has schema {row[0]}, expected {SCHEMA_VERSION}"
                     )
+        except sqlite3.Error as err:
+            conn.close()
+            self._conn = None
+            raise StoreUnavailableError(f"cannot use SQLite store {self.path}: {err}") from err
         except BaseException:
             conn.close()
             self._conn = None
@@ -385,8 +394,11 @@ class SQLiteStore(LeagueStore):
             try:
                 yield conn
                 conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
+            except BaseException as err:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(err, sqlite3.OperationalError):  # disk full, I/O error, locked
+                    raise StoreUnavailableError(f"SQLite store {self.path}: {err}") from err
                 raise
 
     def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
@@ -440,6 +452,7 @@ class SQLiteStore(LeagueStore):
         views = state_views(state)
         if isinstance(matches, (str, bytes, Mapping)):
             raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
+        matches = list(matches)
         with self._write() as conn:
             current = self._meta(conn, "seq") or 0
             if current != expected_seq:

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -203,6 +204,18 @@ class TrainControl:
             return dict(self.latest)
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (`ray job stop`, a container stop) ends training like Ctrl-C: with a
+    final checkpoint. Installed after ray.init, which sets its own handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def train(
     cfg: TrainConfig,
     *,
@@ -213,7 +226,11 @@ def train(
     """Train until a stop condition; checkpoint periodically and at the end."""
     run, latest = prepare_run(cfg, resume)
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False)
+        if os.environ.get("RAY_ADDRESS"):  # a Ray job, or a user pointing at a cluster
+            ray.init()
+        else:
+            ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False)
+    _stop_on_sigterm()
     algo = build_ppo_config(cfg).build_algo()
     driver = LeagueDriver(algo, cfg, run.path, seed=cfg.seed) if cfg.mode == "league" else None
     summary = TrainingSummary()

@@ -7,7 +7,10 @@ inference and training alike.
 
 The value network is separate from the policy network and listed as a
 non-inference attribute: env runners build the module with `inference_only=True`
-and carry the policy only, and weight syncs to them strip the value net.
+and carry the policy only, and weight syncs to them strip the value net. With
+`model_config["value_head"] = False` the module has no value network at all: the
+values then come from the learner-only shared value function
+(rlmodules.shared_value), so a per-policy head would be dead weight.
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI)
     """Policy and value MLPs over flattened board planes, with action masking.
 
     `model_config` keys: `hidden_sizes` (list of ints), `activation` (relu, tanh,
-    elu, silu). Missing keys take `DEFAULT_MODEL_CONFIG`.
+    elu, silu). Missing keys take `DEFAULT_MODEL_CONFIG`. Optional `value_head`
+    (default True): False builds the policy network only, for training with the
+    learner-only shared value function; `compute_values` then refuses.
     """
 
     def setup(self) -> None:
@@ -61,11 +66,12 @@ class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI)
             )
         hidden = list(config["hidden_sizes"])
         self.policy_net = build_mlp(obs_size, hidden, n_actions, config["activation"])
-        if not self.inference_only:
+        self.has_value_head = bool(config.get("value_head", True))
+        if self.has_value_head and not self.inference_only:
             self.value_net = build_mlp(obs_size, hidden, 1, config["activation"])
 
     def get_non_inference_attributes(self) -> list[str]:
-        return ["value_net"]
+        return ["value_net"] if self.has_value_head else []
 
     def _flat_obs(self, batch: dict[str, Any]) -> torch.Tensor:
         obs = batch[Columns.OBS][OBS_KEY]
@@ -76,6 +82,11 @@ class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI)
         return {Columns.ACTION_DIST_INPUTS: mask_logits(logits, batch[Columns.OBS][MASK_KEY])}
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        if not self.has_value_head:
+            raise RuntimeError(
+                "this MaskedActorCriticModule has no value head (model_config "
+                "value_head=False); its values come from the shared value function"
+            )
         return self.value_net(self._flat_obs(batch)).squeeze(-1)
 
 

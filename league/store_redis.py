@@ -1,0 +1,437 @@
+"""Redis backend of the league store, for runs on a Ray cluster.
+
+On a cluster the coordinator actor can be rescheduled onto another node, so the
+league state cannot live in a file next to it; a Redis (with AOF persistence)
+that every node reaches is the shared durable place. Contract and semantics are
+those of ``league.store.LeagueStore``; this module only maps them onto Redis.
+
+Keys, all under the hash tag ``{<namespace>}`` (so several leagues share one
+Redis, and a Redis Cluster proxy keeps every key of a league on one slot, which
+MULTI/EXEC needs):
+
+- ``{ns}:seq``, ``{ns}:pin``: integers; ``{ns}:token``: id of the last commit;
+- ``{ns}:states``: hash seq -> state JSON (the last ``keep_states`` + the pin);
+- ``{ns}:matches:<seq>``: list of match JSON committed at that seq, in order;
+- ``{ns}:match_ids``: hash episode_id -> seq (dedupe and ``match_count``);
+- ``{ns}:players`` / ``snapshots`` / ``ratings`` / ``payoff``: the views (hashes
+  by module id; payoff by ``a<TAB>b`` -> ``[a, b, wins, draws, losses]``).
+
+Writes read what they need under ``WATCH {ns}:seq`` and then apply everything in
+one MULTI/EXEC: another writer's commit changes the seq and aborts ours, and a
+dropped connection aborts it before anything is applied. Every operation is
+retried with exponential backoff (``RetryPolicy``) on connection loss; a commit
+whose EXEC went through but whose reply was lost is recognised on retry by its
+token, so it is neither applied twice nor reported as a conflict.
+
+Durability is Redis's: run it with ``appendonly yes`` (warned about at open
+otherwise) and preferably ``appendfsync always`` -- one fsync per iteration is
+cheap, and under the default ``everysec`` a crash can lose the last second or
+two of acknowledged commits, leaving the store's seq behind a checkpoint's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import redis
+from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.exceptions import (
+    AuthenticationError,
+    BusyLoadingError,
+    ConnectionError,
+    ReadOnlyError,
+    RedisError,
+    TimeoutError,
+    WatchError,
+)
+from redis.retry import Retry
+
+from league.store import (
+    DEFAULT_KEEP_STATES,
+    DEFAULT_NAMESPACE,
+    SCHEMA_VERSION,
+    LeagueStore,
+    RetryPolicy,
+    StateViews,
+    StoreConflictError,
+    StoreError,
+    StoreUnavailableError,
+    _check_seq_arg,
+    dumps,
+    match_episode_ids,
+    prunable,
+    state_views,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Errors worth another attempt: the connection (or the server) went away, the
+# server is still loading its AOF after a restart, a failover left us on a
+# replica for a moment, or WATCH was broken (by a dropped connection -- a real
+# conflict is re-detected by the next attempt's seq check).
+_RETRYABLE: tuple[type[Exception], ...] = (
+    ConnectionError,
+    TimeoutError,
+    BusyLoadingError,
+    ReadOnlyError,
+    WatchError,
+)
+_READ_CHUNK = 1000
+
+
+def redis_location(url: str) -> str:
+    """``scheme://host:port/db`` of a Redis URL, never the password: what
+    error messages and logs may show."""
+    parts = urlsplit(url)
+    db = parts.path.strip("/") or "0"
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        port = "?"
+    return f"{parts.scheme}://{parts.hostname or 'localhost'}:{port}/{db}"
+
+
+class RedisStore(LeagueStore):
+    """League store on Redis; see the module docstring for the key layout."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        keep_states: int = DEFAULT_KEEP_STATES,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(keep_states)
+        if not namespace or any(c in namespace for c in "{}") or namespace != namespace.strip():
+            raise StoreError(
+                f"namespace must be non-empty, without braces or spaces: {namespace!r}"
+            )
+        self.namespace = namespace
+        self.location = redis_location(url)
+        self.policy = retry if retry is not None else RetryPolicy()
+        self._retry = Retry(
+            ExponentialBackoff(cap=self.policy.backoff_cap, base=self.policy.backoff_base),
+            self.policy.retries,
+            supported_errors=_RETRYABLE,
+        )
+        self._closed = False
+        p = f"{{{namespace}}}:"
+        self._k_seq, self._k_pin, self._k_token = p + "seq", p + "pin", p + "token"
+        self._k_schema, self._k_states, self._k_ids = p + "schema", p + "states", p + "match_ids"
+        self._k_matches = p + "matches:"
+        self._k_players, self._k_snapshots = p + "players", p + "snapshots"
+        self._k_ratings, self._k_payoff = p + "ratings", p + "payoff"
+        try:
+            # The client itself never retries (retries=0): our loop retries whole
+            # operations, which is what keeps WATCH/MULTI/EXEC meaningful.
+            self._r = redis.Redis.from_url(
+                url,
+                decode_responses=True,
+                socket_connect_timeout=self.policy.connect_timeout,
+                socket_timeout=self.policy.socket_timeout,
+                retry=Retry(NoBackoff(), 0),
+            )
+        except ValueError as err:
+            raise StoreError(f"bad redis URL {self.location}: {err}") from err
+        self._open_check()
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.location!r}, namespace={self.namespace!r})"
+
+    def _open_check(self) -> None:
+        """Fail at open, fast and clearly, not at the first commit an
+        iteration later: one PING with the connect timeout, no retries."""
+        try:
+            self._r.ping()
+            self._r.setnx(self._k_schema, SCHEMA_VERSION)
+            schema = int(self._r.get(self._k_schema) or SCHEMA_VERSION)
+        except AuthenticationError as err:
+            self._r.close()
+            raise StoreError(
+                f"redis at {self.location} rejected the credentials: wrong or missing "
+                f"password in the store URL ({type(err).__name__})"
+            ) from None
+        except (ConnectionError, TimeoutError) as err:
+            self._r.close()
+            raise StoreUnavailableError(
+                f"cannot connect to redis at {self.location} "
+                f"(timeout {self.policy.connect_timeout}s): {err}"
+            ) from err
+        except RedisError as err:
+            self._r.close()
+            raise StoreError(f"redis at {self.location} refused the store: {err}") from err
+        except TypeError as err:  # connections are made lazily: bad URL options land here
+            self._r.close()
+            raise StoreError(f"bad option in redis URL for {self.location}: {err}") from None
+        if schema != SCHEMA_VERSION:
+            self._r.close()
+            raise StoreError(
+                f"redis at {self.location} namespace {self.namespace!r} has store schema "
+                f"{schema}, expected {SCHEMA_VERSION}"
+            )
+        try:
+            aof = self._r.config_get("appendonly").get("appendonly")
+        except RedisError:  # CONFIG is often disabled on managed Redis: nothing to say
+            aof = None
+        if aof == "no":
+            log.warning(
+                "redis at %s runs without AOF (appendonly no): a Redis restart can lose "
+                "league state committed since its last RDB save",
+                self.location,
+            )
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` under the retry policy; translate what is left into the
+        store's errors."""
+        if self._closed:
+            raise StoreError(f"redis store {self.location} is closed")
+        start = time.monotonic()
+        attempts = 0
+
+        def attempt() -> T:
+            nonlocal attempts
+            attempts += 1
+            return fn()
+
+        try:
+            return self._retry.call_with_retry(
+                attempt,
+                lambda _err: None,  # redis-py already dropped the broken connection
+                is_retryable=lambda err: not isinstance(err, AuthenticationError),
+            )
+        except AuthenticationError as err:
+            raise StoreError(
+                f"redis at {self.location} rejected the credentials during {what} "
+                f"({type(err).__name__}): check the password in the store URL"
+            ) from None
+        except _RETRYABLE as err:
+            raise StoreUnavailableError(
+                f"redis at {self.location} unavailable: {what} failed {attempts} times "
+                f"over {time.monotonic() - start:.1f}s (retries={self.policy.retries}, "
+                f"backoff {self.policy.backoff_base}s..{self.policy.backoff_cap}s): {err}"
+            ) from err
+        except RedisError as err:  # e.g. OOM, NOPERM: retrying will not help
+            raise StoreError(f"redis at {self.location} refused {what}: {err}") from err
+
+    def _queue_views(self, pipe: Any, views: StateViews) -> None:
+        """Replace the four view hashes (inside the caller's MULTI)."""
+        pipe.delete(self._k_players, self._k_snapshots, self._k_ratings, self._k_payoff)
+        maps = {
+            self._k_players: {k: dumps(v, f"player {k!r}") for k, v in views.players.items()},
+            self._k_snapshots: {k: dumps(v, f"snapshot {k!r}") for k, v in views.snapshots.items()},
+            self._k_ratings: {k: repr(v) for k, v in views.ratings.items()},
+            # Field "a<TAB>b" (cheap to build, readable in redis-cli), value the
+            # whole entry: 3000 entries at league size 1000 made JSON field
+            # names a visible share of the commit time.
+            self._k_payoff: {f"{e[0]}\t{e[1]}": dumps(e, "payoff entry") for e in views.payoff},
+        }
+        if any("\t" in e[0] or "\t" in e[1] for e in views.payoff):
+            raise StoreError("payoff module ids must not contain a tab")
+        if len(maps[self._k_payoff]) != len(views.payoff):
+            raise StoreError("duplicate payoff pair in state")
+        for key, mapping in maps.items():
+            if mapping:
+                pipe.hset(key, mapping=mapping)
+
+    def _read_lists(self, seqs: Sequence[int]) -> list[list[str]]:
+        """Match lists of ``seqs``, batched in pipelines."""
+        out: list[list[str]] = []
+        for i in range(0, len(seqs), _READ_CHUNK):
+            pipe = self._r.pipeline(transaction=False)
+            for s in seqs[i : i + _READ_CHUNK]:
+                pipe.lrange(f"{self._k_matches}{s}", 0, -1)
+            out.extend(pipe.execute())
+        return out
+
+    # -- writes -------------------------------------------------------------
+
+    def commit(
+        self, state: Mapping[str, Any], matches: Sequence[Mapping[str, Any]], *, expected_seq: int
+    ) -> int:
+        _check_seq_arg(expected_seq, "expected_seq")
+        # Everything that can fail on bad input fails here, before any I/O.
+        views = state_views(state)
+        if isinstance(matches, (str, bytes, Mapping)):
+            raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
+        matches = list(matches)  # a generator would be spent by the id check
+        ids = match_episode_ids(matches)
+        state_json = dumps(state, "state")
+        match_jsons = [
+            dumps(dict(m), f"match {eid!r}") for eid, m in zip(ids, matches, strict=True)
+        ]
+        token = uuid.uuid4().hex
+        new = expected_seq + 1
+
+        def attempt() -> int:
+            with self._r.pipeline(transaction=True) as pipe:
+                pipe.watch(self._k_seq)
+                current = int(pipe.get(self._k_seq) or 0)
+                if current != expected_seq:
+                    if current == new and pipe.get(self._k_token) == token:
+                        return new  # our EXEC went through, only its reply was lost
+                    raise StoreConflictError(
+                        f"redis store {self.location} namespace {self.namespace!r} is at seq "
+                        f"{current}, writer expected {expected_seq}: another writer "
+                        f"committed; reload before writing"
+                    )
+                if ids:
+                    known = [
+                        e
+                        for e, s in zip(ids, pipe.hmget(self._k_ids, ids), strict=True)
+                        if s is not None
+                    ]
+                    if known:
+                        raise StoreError(
+                            f"duplicate episode_id {known[0]!r}: already in the match log "
+                            f"({len(known)} of this commit's matches are)"
+                        )
+                kept = [int(s) for s in pipe.hkeys(self._k_states)]
+                pin = pipe.get(self._k_pin)
+                pipe.multi()
+                pipe.hset(self._k_states, str(new), state_json)
+                if ids:
+                    pipe.rpush(f"{self._k_matches}{new}", *match_jsons)
+                    pipe.hset(self._k_ids, mapping=dict.fromkeys(ids, new))
+                self._queue_views(pipe, views)
+                pipe.set(self._k_seq, new)
+                pipe.set(self._k_token, token)
+                old = prunable([*kept, new], new, self.keep_states, int(pin) if pin else None)
+                if old:
+                    pipe.hdel(self._k_states, *map(str, old))
+                pipe.execute()
+            return new
+
+        return self._call("commit", attempt)
+
+    def rollback(self, to_seq: int) -> None:
+        _check_seq_arg(to_seq, "to_seq")
+
+        def attempt() -> None:
+            with self._r.pipeline(transaction=True) as pipe:
+                pipe.watch(self._k_seq)
+                current = int(pipe.get(self._k_seq) or 0)
+                if to_seq > current:
+                    raise StoreError(f"cannot roll back to seq {to_seq}: store is at seq {current}")
+                if to_seq == 0:
+                    views = StateViews({}, {}, {}, [])
+                else:
+                    raw = pipe.hget(self._k_states, str(to_seq))
+                    if raw is None:
+                        kept = sorted(int(s) for s in pipe.hkeys(self._k_states))
+                        raise StoreError(
+                            f"cannot roll back to seq {to_seq}: its state was pruned "
+                            f"(kept: {kept}); pin checkpoint seqs"
+                        )
+                    views = state_views(json.loads(raw))
+                newer = list(range(to_seq + 1, current + 1))
+                eids = [json.loads(m)["episode_id"] for ms in self._read_lists(newer) for m in ms]
+                drop_states = [s for s in pipe.hkeys(self._k_states) if int(s) > to_seq]
+                pin = pipe.get(self._k_pin)
+                pipe.multi()
+                if newer:
+                    pipe.delete(*(f"{self._k_matches}{s}" for s in newer))
+                if eids:
+                    pipe.hdel(self._k_ids, *eids)
+                if drop_states:
+                    pipe.hdel(self._k_states, *drop_states)
+                self._queue_views(pipe, views)
+                pipe.set(self._k_seq, to_seq)
+                pipe.delete(self._k_token)
+                if pin is not None and int(pin) > to_seq:
+                    pipe.delete(self._k_pin)
+                pipe.execute()
+
+        self._call("rollback", attempt)
+
+    def pin(self, seq: int) -> None:
+        _check_seq_arg(seq, "seq")
+
+        def attempt() -> None:
+            with self._r.pipeline(transaction=True) as pipe:
+                pipe.watch(self._k_seq)
+                current = int(pipe.get(self._k_seq) or 0)
+                kept = [int(s) for s in pipe.hkeys(self._k_states)]
+                if seq not in kept:
+                    raise StoreError(f"cannot pin seq {seq}: no state kept at that seq")
+                pipe.multi()
+                pipe.set(self._k_pin, seq)
+                old = prunable(kept, current, self.keep_states, seq)
+                if old:
+                    pipe.hdel(self._k_states, *map(str, old))
+                pipe.execute()
+
+        self._call("pin", attempt)
+
+    # -- reads --------------------------------------------------------------
+
+    def seq(self) -> int:
+        return self._call("seq", lambda: int(self._r.get(self._k_seq) or 0))
+
+    def pinned(self) -> int | None:
+        def read() -> int | None:
+            pin = self._r.get(self._k_pin)
+            return None if pin is None else int(pin)
+
+        return self._call("pinned", read)
+
+    def state_seqs(self) -> list[int]:
+        return self._call("state_seqs", lambda: sorted(map(int, self._r.hkeys(self._k_states))))
+
+    def state(self, seq: int | None = None) -> dict[str, Any] | None:
+        if seq is not None:
+            _check_seq_arg(seq, "seq")
+
+        def read() -> dict[str, Any] | None:
+            at = seq if seq is not None else int(self._r.get(self._k_seq) or 0)
+            raw = self._r.hget(self._k_states, str(at)) if at > 0 else None
+            return None if raw is None else json.loads(raw)
+
+        return self._call("state", read)
+
+    def matches(self, since_seq: int = 0) -> list[dict[str, Any]]:
+        _check_seq_arg(since_seq, "since_seq")
+
+        def read() -> list[dict[str, Any]]:
+            current = int(self._r.get(self._k_seq) or 0)
+            seqs = list(range(since_seq + 1, current + 1))
+            return [
+                {**json.loads(m), "seq": s}
+                for s, ms in zip(seqs, self._read_lists(seqs), strict=True)
+                for m in ms
+            ]
+
+        return self._call("matches", read)
+
+    def match_count(self) -> int:
+        return self._call("match_count", lambda: int(self._r.hlen(self._k_ids)))
+
+    def ratings(self) -> dict[str, float]:
+        raw = self._call("ratings", lambda: self._r.hgetall(self._k_ratings))
+        return {k: float(raw[k]) for k in sorted(raw)}
+
+    def snapshots(self) -> dict[str, dict[str, Any]]:
+        raw = self._call("snapshots", lambda: self._r.hgetall(self._k_snapshots))
+        return {k: json.loads(raw[k]) for k in sorted(raw)}
+
+    def players(self) -> dict[str, dict[str, Any]]:
+        raw = self._call("players", lambda: self._r.hgetall(self._k_players))
+        return {k: json.loads(raw[k]) for k in sorted(raw)}
+
+    def payoff(self) -> list[list[Any]]:
+        raw = self._call("payoff", lambda: self._r.hgetall(self._k_payoff))
+        return sorted(json.loads(v) for v in raw.values())
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._r.close()
