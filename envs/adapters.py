@@ -8,20 +8,45 @@ games go through RLlib's own `PettingZooEnv`, simultaneous-move games through
 
 from __future__ import annotations
 
+import numpy as np
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
 from envs.registry import get_game
 
 
 class TurnBasedGameEnv(PettingZooEnv):
-    """A turn-based (AEC) game from the registry; `config["game"]` names it."""
+    """A turn-based (AEC) game from the registry; `config["game"]` names it.
+
+    `config["random_opening_moves"] = k` starts each episode after 0..k uniformly
+    random legal moves (played by neither policy), so self-play also visits the
+    positions a weak or unusual opponent creates instead of one deterministic line.
+    """
 
     def __init__(self, config: dict | None = None):
-        game = get_game((config or {}).get("game", ""))
+        config = config or {}
+        game = get_game(config.get("game", ""))
         if game.kind != "turn_based":
             raise ValueError(f"game {game.name!r} is {game.kind}, not turn_based")
         super().__init__(game.make())
         self.game = game.name
+        self.random_opening_moves = int(config.get("random_opening_moves", 0))
+        if self.random_opening_moves < 0:
+            raise ValueError("random_opening_moves must be >= 0")
+        self._opening_rng = np.random.default_rng(config.get("seed"))
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        if seed is not None:
+            self._opening_rng = np.random.default_rng(seed)
+        moves = int(self._opening_rng.integers(self.random_opening_moves + 1))
+        for _ in range(moves):
+            agent = self.env.agent_selection
+            legal = np.flatnonzero(self.env.observe(agent)["action_mask"])
+            self.env.step(int(self._opening_rng.choice(legal)))
+            if any(self.env.terminations.values()) or any(self.env.truncations.values()):
+                return super().reset(seed=None, options=options)  # never start a finished game
+        agent = self.env.agent_selection
+        return {agent: self.env.observe(agent)}, info
 
 
 class SimultaneousGameEnv(ParallelPettingZooEnv):

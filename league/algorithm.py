@@ -97,7 +97,10 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         mapping = self_play_mapping
     config = (
         PPOConfig()
-        .environment(rllib_env_class(cfg.env), env_config={"game": cfg.env})
+        .environment(
+            rllib_env_class(cfg.env),
+            env_config={"game": cfg.env, "random_opening_moves": cfg.random_opening_moves},
+        )
         .framework("torch")
         .env_runners(
             num_env_runners=cfg.num_env_runners,

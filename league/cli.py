@@ -44,6 +44,11 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--num-cpus", type=int, help="CPUs for the local Ray instance (default: all)")
     p.add_argument("--seed", type=int, help="random seed (default 0)")
+    p.add_argument(
+        "--store",
+        help="league store: sqlite (default, a file in the run dir), sqlite:///path, "
+        "redis://[:password@]host:port/db, rediss://... (TLS)",
+    )
     p.add_argument("--config", help="YAML or TOML file with TrainConfig fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     p.add_argument(
@@ -74,7 +79,19 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
         help="list the league's snapshots (from the running coordinator, or a run dir)",
     )
     p.add_argument("--run-dir", help="read the run dir instead of asking the coordinator")
+    p.add_argument("--store", help="the run's league store URL, if not the run dir's SQLite")
     p.add_argument("--address", default="auto", help="Ray cluster address (default auto)")
+    p = sub.add_parser(
+        "export",
+        help="export a player's or snapshot's weights (snapshot dir or ONNX)",
+        description="Copy a player's latest weights, or one of its snapshots (--version), "
+        "out of a run as a portable snapshot directory or an ONNX model.",
+    )
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--player", default="main_0", help="player id (default main_0)")
+    p.add_argument("--version", type=int, help="snapshot version: exports PLAYER@VERSION")
+    p.add_argument("--out", required=True, help="output path (a directory, or a .onnx file)")
+    p.add_argument("--format", choices=["snapshot", "onnx"], default="snapshot")
 
 
 def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
@@ -126,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 _TRAIN_FLAGS = (
     "env",
     "mode",
+    "store",
     "run_dir",
     "stop_timesteps",
     "stop_minutes",
@@ -223,7 +241,7 @@ def cmd_service(args: argparse.Namespace) -> int:
 
 def cmd_snapshots(args: argparse.Namespace) -> int:
     if args.run_dir:
-        rows = _snapshots_from_run_dir(Path(args.run_dir))
+        rows = _snapshots_from_run_dir(Path(args.run_dir), args.store)
     else:
         import ray
 
@@ -242,27 +260,38 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
     return 0
 
 
-def _snapshots_from_run_dir(run_dir: Path) -> dict[str, dict[str, Any]]:
-    import json
-
+def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, dict[str, Any]]:
+    """The registry from the league store (current ratings), or the snapshot files."""
     from league.snapshot import read_metadata
+    from league.store import SQLITE_FILENAME, open_store
 
     if not run_dir.is_dir():
         raise CliError(f"run dir {str(run_dir)!r} does not exist")
+    if store_url or (run_dir / SQLITE_FILENAME).is_file():
+        with open_store(store_url, run_dir) as store:
+            return store.snapshots()
     rows = {}
     for path in sorted((run_dir / "snapshots").glob("*@*")):
         meta = read_metadata(path)
         rows[path.name] = {"role": meta.role, "rating": meta.rating, "step": meta.env_steps}
-    latest = run_dir / "checkpoints" / "latest.json"
-    if latest.is_file():  # ratings as of the newest checkpoint, where the league saved them
-        checkpoint = run_dir / "checkpoints" / json.loads(latest.read_text())["checkpoint"]
-        state_file = checkpoint / "league_state.json"
-        if state_file.is_file():
-            league = json.loads(state_file.read_text())["league"]
-            for snap in league.get("snapshots", []):
-                if snap.get("id") in rows:
-                    rows[snap["id"]].update({k: snap[k] for k in ("rating", "step") if k in snap})
     return rows
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from league.onnx_export import export_onnx
+    from league.snapshot import load_policy, save_snapshot
+
+    player = args.player if args.version is None else f"{args.player}@{args.version}"
+    source = _player_path(Path(args.run_dir), player)
+    policy = load_policy(source)  # refuses a corrupt or foreign snapshot before writing
+    out = Path(args.out)
+    if args.format == "onnx":
+        export_onnx(source, out)
+    else:
+        weights = {f"policy_net.{k}": v.numpy() for k, v in policy.net.state_dict().items()}
+        save_snapshot(out, weights, policy.meta)
+    print(f"exported {player} ({policy.meta.game}) to {out} as {args.format}")
+    return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -343,6 +372,7 @@ def _player_path(run_dir: Path, player: str) -> Path:
 
 
 COMMANDS = {
+    "export": cmd_export,
     "play": cmd_play,
     "report": cmd_report,
     "train": cmd_train,
@@ -362,6 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from league.config import ConfigError
     from league.coordinator import CoordinatorNotFound
     from league.snapshot import SnapshotError
+    from league.store import StoreError
     from league.train import RunDirError
 
     try:
@@ -373,6 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         RunDirError,
         SnapshotError,
         CoordinatorNotFound,
+        StoreError,
     ) as err:
         print(f"league: error: {err}", file=sys.stderr)
         return EXIT_USAGE

@@ -58,6 +58,13 @@ class TrainConfig:
     num_envs_per_env_runner: int = field(
         default=8, metadata=_help("Vectorized game copies per env runner.")
     )
+    random_opening_moves: int = field(
+        default=0,
+        metadata=_help(
+            "Turn-based games: start each training episode after 0..N random legal moves "
+            "(more diverse positions for self-play; evaluation always starts empty)."
+        ),
+    )
     num_cpus: int | None = field(
         default=None, metadata=_help("CPUs for a local Ray instance (default: all).")
     )
@@ -118,6 +125,13 @@ class TrainConfig:
     checkpoint_interval: int = field(
         default=10, metadata=_help("Write a checkpoint every N iterations (and always at the end).")
     )
+    store: str | None = field(
+        default=None,
+        metadata=_help(
+            "League store URL: none = SQLite file in the run dir; sqlite:///path; "
+            "redis://[:password@]host:port/db or rediss:// (TLS)."
+        ),
+    )
     league: LeagueConfig = field(
         default_factory=LeagueConfig,
         metadata=_help("League rules (league.league_config.LeagueConfig); a nested mapping."),
@@ -139,7 +153,13 @@ class TrainConfig:
         for name in ("num_envs_per_env_runner", "train_batch_size", "minibatch_size", "num_epochs"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("num_env_runners", "eval_interval", "eval_games", "checkpoint_interval"):
+        for name in (
+            "num_env_runners",
+            "eval_interval",
+            "eval_games",
+            "checkpoint_interval",
+            "random_opening_moves",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.stop_timesteps is not None and self.stop_timesteps < 1:

@@ -53,6 +53,7 @@ class LeagueStepReport:
     active_set: tuple[str, ...]
     role_scores: dict[str, float] = field(default_factory=dict)
     matches_vs_snapshots: int = 0
+    records: list[MatchRecord] = field(default_factory=list, repr=False)
 
     def format(self, league: League, top: int = 4) -> str:
         ratings = sorted(league.ratings.as_dict().items(), key=lambda kv: -kv[1])[:top]
@@ -252,6 +253,7 @@ class LeagueDriver:
             retired=tuple(retired),
             active_set=active,
             role_scores=role_scores(records, self.league.players),
+            records=records,
             matches_vs_snapshots=sum(
                 any(m in self.league.snapshots or "@" in m for m in r.modules.values())
                 for r in records
@@ -261,16 +263,21 @@ class LeagueDriver:
     # ---- state -----------------------------------------------------------------
 
     def get_state(self) -> dict[str, Any]:
+        """The league state (as League.get_state) plus the driver's own: active set
+        and matchmaking RNG. This is what the league store commits each iteration."""
         return {
-            "league": self.league.get_state(),
-            "active_set": list(self.active_set),
-            "rng": self.rng.bit_generator.state,
+            **self.league.get_state(),
+            "driver": {"active_set": list(self.active_set), "rng": self.rng.bit_generator.state},
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore league state and put the active set back on the env runners."""
-        self.league = League.from_state(self.cfg.league, state["league"])
-        self.rng.bit_generator.state = state["rng"]
-        self.active_set = tuple(s for s in state["active_set"] if s in self.league.snapshots)
+        league_state = {k: v for k, v in state.items() if k != "driver"}
+        self.league = League.from_state(self.cfg.league, league_state)
+        extra = state.get("driver", {})
+        if "rng" in extra:
+            self.rng.bit_generator.state = extra["rng"]
+        wanted = extra.get("active_set", [])
+        self.active_set = tuple(s for s in wanted if s in self.league.snapshots)
         self.plan = build_plan(self.league, self.active_set)
         self.push()

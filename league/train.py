@@ -32,9 +32,9 @@ from league.config import TrainConfig
 from league.driver import LeagueDriver
 from league.evaluation import REFERENCE_OPPONENTS, SeatRecord, evaluate
 from league.snapshot import SnapshotPolicy, player_metadata, save_snapshot
+from league.store import LeagueStore, open_store
 
 CHECKPOINTS_KEPT = 2
-LEAGUE_STATE_FILE = "league_state.json"
 
 
 class RunDirError(ValueError):
@@ -225,6 +225,13 @@ def train(
 ) -> TrainingSummary:
     """Train until a stop condition; checkpoint periodically and at the end."""
     run, latest = prepare_run(cfg, resume)
+    store = open_store(cfg.store, run.path) if cfg.mode == "league" else None
+    if store is not None and latest is None and store.seq() > 0:
+        store.close()
+        raise RunDirError(
+            f"the league store {cfg.store or 'in ' + str(run.path)} already holds a league "
+            f"(seq {store.seq()}); pass --resume, or use another store or namespace"
+        )
     if not ray.is_initialized():
         if os.environ.get("RAY_ADDRESS"):  # a Ray job, or a user pointing at a cluster
             ray.init()
@@ -236,15 +243,17 @@ def train(
     summary = TrainingSummary()
     base_steps = 0
     iteration = 0
+    store_seq = 0
     if latest is not None:
         checkpoint = run.checkpoints / latest["checkpoint"]
         algo.restore_from_path(str(checkpoint))
-        if driver is not None:
-            driver.set_state(json.loads((checkpoint / LEAGUE_STATE_FILE).read_text()))
+        if driver is not None and store is not None:
+            store_seq = restore_league(driver, store, int(latest.get("store_seq", 0)), log)
         base_steps, iteration = int(latest["env_steps"]), int(latest["iteration"])
         log(f"resumed {run.path} at iteration {iteration}, {base_steps:,d} env steps")
-    elif driver is not None:
+    elif driver is not None and store is not None:
         log(f"league seeded with {', '.join(driver.seed_league())}")
+        store_seq = store.commit(driver.get_state(), [], expected_seq=0)
     stop_minutes = cfg.stop_minutes
     if cfg.stop_timesteps is None and stop_minutes is None:
         stop_minutes = cfg.default_stop_minutes
@@ -281,10 +290,18 @@ def train(
                 "seconds": elapsed,
                 "episode_len_mean": result.get("env_runners", {}).get("episode_len_mean"),
             }
-            if driver is not None:
+            if driver is not None and store is not None:
                 report = driver.step(iteration, result)
                 log(report.format(driver.league))
+                store_started = time.perf_counter()
+                store_seq = store.commit(
+                    driver.get_state(),
+                    [r.to_dict() for r in report.records],
+                    expected_seq=store_seq,
+                )
                 record["league"] = {
+                    "store_seq": store_seq,
+                    "store_seconds": time.perf_counter() - store_started,
                     "size": len(driver.league.snapshots),
                     "active_set": list(report.active_set),
                     "matches": report.matches,
@@ -312,18 +329,56 @@ def train(
                     }
                 control.publish(record)
             if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
-                summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, driver)
+                summary.checkpoint = save_checkpoint(
+                    algo, cfg, run, iteration, env_steps, store, store_seq
+                )
                 last_saved_iteration = iteration
     except KeyboardInterrupt:
         log("interrupted: writing a final checkpoint")
     finally:
         progress.close()
     if iteration != last_saved_iteration:
-        summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, driver)
+        summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, store, store_seq)
     log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
     algo.stop()
+    if store is not None:
+        store.close()
     summary.iterations, summary.env_steps = iteration, env_steps
     return summary
+
+
+def restore_league(
+    driver: LeagueDriver, store: LeagueStore, checkpoint_seq: int, log: Callable[[str], None]
+) -> int:
+    """Bring the league back to the state the checkpoint was taken with.
+
+    Rule: the algorithm checkpoint is the truth for the weights, so the store goes
+    back to the sequence number the checkpoint recorded. Entries written after it
+    (iterations whose weights were never checkpointed: matches, snapshots, rating
+    changes) are rolled back, never replayed. A store *behind* the checkpoint has
+    lost data it had confirmed: that is refused rather than guessed at.
+    """
+    current = store.seq()
+    if current < checkpoint_seq:
+        raise RunDirError(
+            f"the league store is at seq {current}, behind the checkpoint's seq "
+            f"{checkpoint_seq}: it lost committed data (a different store or namespace?)"
+        )
+    if current > checkpoint_seq:
+        log(
+            f"league store: rolling back {current - checkpoint_seq} iterations newer than "
+            f"the checkpoint (seq {current} -> {checkpoint_seq})"
+        )
+        store.rollback(checkpoint_seq)
+    state = store.state(checkpoint_seq)
+    if state is None:
+        raise RunDirError(f"the league store has no state at the checkpoint's seq {checkpoint_seq}")
+    driver.set_state(state)
+    log(
+        f"league restored at seq {checkpoint_seq}: {len(driver.league.snapshots)} snapshots, "
+        f"{store.match_count()} matches"
+    )
+    return checkpoint_seq
 
 
 def save_checkpoint(
@@ -332,18 +387,20 @@ def save_checkpoint(
     run: RunDir,
     iteration: int,
     env_steps: int,
-    driver: LeagueDriver | None = None,
+    store: LeagueStore | None = None,
+    store_seq: int = 0,
 ) -> str:
-    """Algorithm checkpoint + league state + player snapshots.
+    """Algorithm checkpoint + player snapshots, recording the league store's seq.
 
-    `latest.json` flips only when all of them exist, so a crash mid-save leaves the
-    previous checkpoint in charge.
+    `latest.json` flips only when both exist, so a crash mid-save leaves the
+    previous checkpoint in charge. The store pins the recorded seq so that its
+    pruning never drops the state a checkpoint needs.
     """
     name = f"iter_{iteration:06d}"
     run.checkpoints.mkdir(parents=True, exist_ok=True)
     algo.save_to_path(str(run.checkpoints / name))
-    if driver is not None:
-        _write_json_atomic(run.checkpoints / name / LEAGUE_STATE_FILE, driver.get_state())
+    if store is not None:
+        store.pin(store_seq)
     for player in trainable_players(cfg):
         _, state = player_policy(algo, cfg, player)
         save_snapshot(
@@ -352,7 +409,13 @@ def save_checkpoint(
             player_metadata(cfg.env, cfg.model_config, player, env_steps),
         )
     _write_json_atomic(
-        run.latest_file, {"checkpoint": name, "iteration": iteration, "env_steps": env_steps}
+        run.latest_file,
+        {
+            "checkpoint": name,
+            "iteration": iteration,
+            "env_steps": env_steps,
+            "store_seq": store_seq,
+        },
     )
     old = sorted(p for p in run.checkpoints.glob("iter_*") if p.is_dir())[:-CHECKPOINTS_KEPT]
     for path in old:

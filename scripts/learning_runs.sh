@@ -10,13 +10,20 @@ GAMES="${GAMES:-1000}"
 L=.venv/bin/league
 mkdir -p "$RUNS"
 
+steps_of() { .venv/bin/python -c "import json,sys; print(json.load(open(sys.argv[1]))['env_steps'])" "$1/checkpoints/latest.json"; }
+
 for game in tictactoe connect_four; do
     for mode in selfplay league; do
         dir="$RUNS/$game-$mode"
         if [ ! -f "$dir/checkpoints/latest.json" ]; then
-            $L train --env "$game" --mode "$mode" --run-dir "$dir" --stop-minutes "$MINUTES" \
-                > "$RUNS/$game-$mode.train.log" 2>&1
+            extra=()
+            if [ "$mode" = league ]; then  # the same env-step budget as self-play had
+                extra=(--stop-timesteps "$(steps_of "$RUNS/$game-selfplay")")
+            fi
+            $L train --config "configs/$game.yaml" --mode "$mode" --run-dir "$dir" \
+                --stop-minutes "$MINUTES" "${extra[@]}" > "$RUNS/$game-$mode.train.log" 2>&1
         fi
+        echo "$game $mode: $(steps_of "$dir") env steps"
     done
 done
 

@@ -97,3 +97,21 @@ def test_masks_track_full_connect_four_columns():
         obs, *_ = env.step({agent: 2})
     mask = np.asarray(next(iter(obs.values()))["action_mask"])
     assert mask.tolist() == [1, 1, 0, 1, 1, 1, 1]
+
+
+def test_random_opening_moves_start_from_varied_legal_positions():
+    env = TurnBasedGameEnv({"game": "tictactoe", "random_opening_moves": 2})
+    pieces_seen, movers = set(), set()
+    obs, _ = env.reset(seed=7)
+    for _ in range(200):
+        (agent,) = obs
+        planes = obs[agent]["observation"]
+        pieces = int(planes.sum())
+        assert pieces <= 2
+        assert obs[agent]["action_mask"].sum() == 9 - pieces  # the mask matches the board
+        pieces_seen.add(pieces)
+        movers.add(agent)
+        obs, _ = env.reset()
+    assert pieces_seen == {0, 1, 2} and movers == {"player_1", "player_2"}
+    with pytest.raises(ValueError):
+        TurnBasedGameEnv({"game": "tictactoe", "random_opening_moves": -1})

@@ -1,0 +1,128 @@
+"""Kill test: `league train` killed with SIGKILL mid-run, then `--resume`.
+
+On both store backends: after the kill the store is ahead of the last checkpoint;
+resuming rolls it back to the checkpoint's sequence number (the documented rule),
+so league size, payoff, ratings and match counts equal those at the checkpoint,
+and training continues from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from redis_server import RedisServer
+
+from league.store import open_store
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = """\
+num_env_runners: 0
+num_envs_per_env_runner: 2
+train_batch_size: 300
+minibatch_size: 100
+num_epochs: 1
+hidden_sizes: [16]
+eval_interval: 0
+checkpoint_interval: 3
+league:
+  snapshot_step_budget: 150
+"""
+
+
+def league_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "league.cli", *args]
+
+
+def progress_iterations(run_dir: Path) -> int:
+    path = run_dir / "progress.jsonl"
+    if not path.is_file():
+        return 0
+    return sum(1 for line in path.read_text().splitlines() if line.strip())
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def store_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield None
+    else:
+        with RedisServer(tmp_path / "redis") as server:
+            yield server.url(db=3)
+
+
+def test_sigkill_then_resume_rolls_back_to_the_checkpoint(store_url, tmp_path):
+    config = tmp_path / "tiny.yaml"
+    config.write_text(TINY)
+    run_dir = tmp_path / "run"
+    base = ["train", "--run-dir", str(run_dir), "--config", str(config), "--num-cpus", "2"]
+    if store_url:
+        base += ["--store", store_url]
+    env = {**os.environ, "RAY_ADDRESS": ""}
+    env.pop("RAY_ADDRESS")
+    proc = subprocess.Popen(
+        league_cmd(*base, "--stop-minutes", "10"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    latest_file = run_dir / "checkpoints" / "latest.json"
+    try:
+        deadline = time.monotonic() + 240
+        # Kill between checkpoints: a checkpoint exists and later iterations ran.
+        while time.monotonic() < deadline:
+            if latest_file.is_file():
+                latest = json.loads(latest_file.read_text())
+                done = progress_iterations(run_dir)
+                if latest["iteration"] >= 3 and done % 3 == 2:
+                    break
+            time.sleep(0.2)
+        else:
+            pytest.fail("training did not reach a checkpoint in time")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the trainer and its Ray processes
+        proc.wait()
+
+    latest = json.loads(latest_file.read_text())
+    checkpoint_seq = latest["store_seq"]
+    with open_store(store_url, run_dir) as store:
+        assert store.seq() > checkpoint_seq  # iterations after the checkpoint were stored
+        at_checkpoint = store.state(checkpoint_seq)
+        matches_at_checkpoint = [m for m in store.matches() if m["seq"] <= checkpoint_seq]
+        later_ids = {m["episode_id"] for m in store.matches() if m["seq"] > checkpoint_seq}
+    assert at_checkpoint is not None and later_ids
+
+    target = latest["env_steps"] + 600
+    resumed = subprocess.run(
+        league_cmd(*base, "--resume", "--stop-timesteps", str(target)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    out = resumed.stdout
+    assert "rolling back" in out
+    assert f"league restored at seq {checkpoint_seq}" in out
+    assert f"{len(at_checkpoint['snapshots'])} snapshots" in out
+    assert f"{len(matches_at_checkpoint)} matches" in out
+
+    with open_store(store_url, run_dir) as store:
+        # History up to the checkpoint is exactly what it was; the lost iterations
+        # are gone, and training wrote new ones after it.
+        assert store.state(checkpoint_seq) == at_checkpoint
+        kept = [m for m in store.matches() if m["seq"] <= checkpoint_seq]
+        assert kept == matches_at_checkpoint
+        after = store.matches(since_seq=checkpoint_seq)
+        assert after and not ({m["episode_id"] for m in after} & later_ids)
+        assert store.seq() > checkpoint_seq
+    final = json.loads(latest_file.read_text())
+    assert final["env_steps"] >= target and final["iteration"] > latest["iteration"]
