@@ -135,8 +135,8 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
             vf_loss_coeff=cfg.vf_loss_coeff,
             # Policies without a value head have no value loss; the shared one has its own.
             use_critic=not cfg.shared_vf,
-            learner_config_dict={CURIOSITY_COEFF_KEY: cfg.curiosity_coeff},
         )
+        .learners(learner_config_dict={CURIOSITY_COEFF_KEY: cfg.curiosity_coeff})
         .debugging(seed=cfg.seed)
     )
     if extra:

@@ -71,23 +71,28 @@ def measure(size: int, args: argparse.Namespace, root: Path) -> dict[str, float]
         fill_started = time.perf_counter()
         fill_registry(driver, size)
         fill_seconds = time.perf_counter() - fill_started
-        times = []
+        times, step_times = [], []
         for iteration in range(1, args.iterations + 2):
             started = time.perf_counter()
             result = algo.train()
+            step_started = time.perf_counter()
             driver.step(iteration, result)
             if iteration > 1:  # the first iteration warms up
                 times.append(time.perf_counter() - started)
+                step_times.append(time.perf_counter() - step_started)
         runner_rss = max(
             algo.env_runner_group.foreach_env_runner(lambda er: rss_mb(), local_env_runner=False)
         )
         outsiders = [s for s in driver.league.snapshots if s not in driver.active_set]
         add_times = []
+        active = driver.active_set
         for sid in outsiders[: args.adds]:
+            driver.active_set = (*active, sid)  # the plan still names only `active`
             started = time.perf_counter()
-            driver.push([sid], [])
+            driver.push()
             add_times.append(time.perf_counter() - started)
-            driver.push([], [sid])
+            driver.active_set = active
+            driver.push()
         return {
             "size": size,
             "registry": len(driver.league.snapshots),
@@ -95,6 +100,7 @@ def measure(size: int, args: argparse.Namespace, root: Path) -> dict[str, float]
             "runner_rss_mb": runner_rss,
             "learner_rss_mb": rss_mb(),
             "iteration_s": statistics.median(times),
+            "league_step_ms": 1000 * statistics.median(step_times),
             "add_ms": 1000 * statistics.median(add_times) if add_times else float("nan"),
             "fill_s": fill_seconds,
         }
@@ -118,7 +124,8 @@ def main() -> None:
             print(
                 f"size {row['size']:5d} (registry {row['registry']}, active {row['active']}): "
                 f"runner RSS {row['runner_rss_mb']:7.1f} MB | learner RSS "
-                f"{row['learner_rss_mb']:7.1f} MB | iteration {row['iteration_s']:5.2f} s | "
+                f"{row['learner_rss_mb']:7.1f} MB | iteration {row['iteration_s']:5.2f} s "
+                f"(league step {row['league_step_ms']:5.1f} ms) | "
                 f"add-to-runner {row['add_ms']:6.1f} ms | registry fill {row['fill_s']:.1f} s",
                 flush=True,
             )

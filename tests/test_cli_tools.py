@@ -61,6 +61,36 @@ def test_export_snapshot_and_onnx(run_dir, tmp_path):
         original.action_probs_batch(obs, masks), exported.action_probs_batch(obs, masks)
     )
 
+    # The exported snapshot plays legal moves in a fresh process that never imports Ray.
+    script = f"""
+import sys
+import numpy as np
+from pettingzoo.classic import tictactoe_v3
+from league.snapshot import load_policy
+policy = load_policy({str(out)!r})
+rng = np.random.default_rng(0)
+moves = 0
+for game in range(30):
+    env = tictactoe_v3.env()
+    env.reset(seed=game)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+            continue
+        action = policy.act(obs, greedy=bool(game % 2), rng=rng)
+        assert obs["action_mask"][action] == 1, (obs, action)
+        moves += 1
+        env.step(action)
+assert "ray" not in sys.modules
+print("legal moves", moves)
+"""
+    fresh = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert fresh.returncode == 0, fresh.stderr
+    assert int(fresh.stdout.split()[-1]) > 100
+
     onnx_path = tmp_path / "main.onnx"
     proc = league(
         "export", "--run-dir", str(run_dir), "--player", "main_0", "--version", "3",
