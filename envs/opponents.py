@@ -31,7 +31,8 @@ def choose_action(probs: np.ndarray, rng: np.random.Generator, greedy: bool) -> 
     probs = np.asarray(probs, dtype=np.float64)
     if greedy:
         return int(np.argmax(probs))
-    return int(rng.choice(len(probs), p=probs))
+    # float32 network outputs can miss a sum of 1 by more than numpy's tolerance.
+    return int(rng.choice(len(probs), p=probs / probs.sum()))
 
 
 def legal_actions(obs: Mapping[str, np.ndarray]) -> tuple[int, ...]:

@@ -393,3 +393,13 @@ def test_make_opponent_rejects_bad_names_listing_valid_choices(
     message = str(excinfo.value)
     for text in mentioned:
         assert text in message
+
+
+def test_choose_action_samples_from_float32_probabilities():
+    """Network outputs in float32 may sum to 1 only within ~1e-7; sampling must work."""
+    from envs.opponents import choose_action
+
+    probs = np.full(7, 1 / 7, dtype=np.float32) * np.float32(1.0001)
+    rng = np.random.default_rng(0)
+    actions = {choose_action(probs, rng, greedy=False) for _ in range(200)}
+    assert actions == set(range(7))
