@@ -156,7 +156,7 @@ _TRAIN_FLAGS = (
 
 def train_config_from_args(args: argparse.Namespace) -> Any:
     from league.config import TrainConfig, load_config_file
-    from league.train import resume_config
+    from league.training.loop import resume_config
 
     values: dict[str, Any] = load_config_file(args.config) if args.config else {}
     source = args.config or "command line"
@@ -168,7 +168,7 @@ def train_config_from_args(args: argparse.Namespace) -> Any:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from league.train import train
+    from league.training.loop import train
 
     cfg = train_config_from_args(args)
     if args.address:
@@ -182,7 +182,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
     import ray
 
-    from league.coordinator import start_coordinator
+    from league.training.coordinator import start_coordinator
 
     try:
         actor = start_coordinator(cfg.to_dict(), args.resume, args.address)
@@ -218,7 +218,7 @@ def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
 def cmd_service(args: argparse.Namespace) -> int:
     import ray
 
-    from league.coordinator import get_coordinator
+    from league.training.coordinator import get_coordinator
 
     actor = get_coordinator(args.address)
     if args.command == "status":
@@ -245,7 +245,7 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
     else:
         import ray
 
-        from league.coordinator import get_coordinator
+        from league.training.coordinator import get_coordinator
 
         rows = ray.get(get_coordinator(args.address).snapshots.remote())
     if not rows:
@@ -262,12 +262,13 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 
 def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, dict[str, Any]]:
     """The registry from the league store (current ratings), or the snapshot files."""
+    from league.run import RunDir
     from league.snapshot import read_metadata
-    from league.store import SQLITE_FILENAME, open_store
+    from league.store import open_store
 
     if not run_dir.is_dir():
         raise CliError(f"run dir {str(run_dir)!r} does not exist")
-    if store_url or (run_dir / SQLITE_FILENAME).is_file():
+    if store_url or RunDir(run_dir).store_file.is_file():
         with open_store(store_url, run_dir) as store:
             return store.snapshots()
     rows = {}
@@ -278,8 +279,8 @@ def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, d
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from league.onnx_export import export_onnx
     from league.snapshot import load_policy, save_snapshot
+    from league.snapshot.onnx import export_onnx
 
     player = args.player if args.version is None else f"{args.player}@{args.version}"
     source = _player_path(Path(args.run_dir), player)
@@ -296,9 +297,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from envs.opponents import make_opponent
-    from league.evaluation import evaluate
-    from league.exploitability import greedy, tictactoe_exploitability
     from league.snapshot import load_policy
+    from league.tools.evaluation import evaluate
+    from league.tools.exploitability import greedy, tictactoe_exploitability
 
     if args.games < 1:
         raise CliError(f"--games must be >= 1, got {args.games}")
@@ -330,8 +331,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from league.play import play
     from league.snapshot import load_policy
+    from league.tools.play import play
 
     if args.snapshot:
         path = Path(args.snapshot)
@@ -348,7 +349,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from league.report import ReportError, write_report
+    from league.tools.report import ReportError, write_report
 
     try:
         paths = write_report(
@@ -390,10 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from league.config import ConfigError
-    from league.coordinator import CoordinatorNotFound
     from league.snapshot import SnapshotError
     from league.store import StoreError
-    from league.train import RunDirError
+    from league.training.coordinator import CoordinatorNotFound
+    from league.training.loop import RunDirError
 
     try:
         return COMMANDS[args.command](args)

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from envs.registry import get_game
-from league.league_config import LeagueConfig
+from league.core.config import LeagueConfig
 
 
 class ConfigError(ValueError):

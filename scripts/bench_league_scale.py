@@ -26,9 +26,9 @@ from pathlib import Path
 
 import ray
 
-from league.algorithm import build_ppo_config
 from league.config import TrainConfig
-from league.driver import LeagueDriver
+from league.training.algorithm import build_ppo_config
+from league.training.driver import LeagueDriver
 
 
 def rss_mb() -> float:

@@ -9,9 +9,9 @@ same number of env steps each, with the same seed and PPO settings, and prints:
     updates included; the world model's extra forward passes and the shared
     critic's GAE are what this measures), the first, warm-up iteration left out;
   * strength: greedy win/draw/loss rate against each reference opponent of the
-    game (`league.evaluation.evaluate` with `envs.opponents.make_opponent`), both
+    game (`league.tools.evaluation.evaluate` with `envs.opponents.make_opponent`), both
     seats pooled;
-  * for tictactoe also the exact exploitability (`league.exploitability`) of the
+  * for tictactoe also the exact exploitability (`league.tools.exploitability`) of the
     greedy and the sampled policy (0 = unexploitable; 1 = always beaten).
 
 One seed and a modest budget give a noisy answer; use --seeds and a larger
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import ray
 
 from envs.opponents import make_opponent
-from league.algorithm import MAIN_PLAYER, build_ppo_config
 from league.config import TrainConfig
-from league.evaluation import REFERENCE_OPPONENTS, evaluate
-from league.exploitability import greedy, tictactoe_exploitability
-from league.train import player_policy
+from league.tools.evaluation import REFERENCE_OPPONENTS, evaluate
+from league.tools.exploitability import greedy, tictactoe_exploitability
+from league.training.algorithm import MAIN_PLAYER, build_ppo_config
+from league.training.loop import player_policy
 
 GAMES = ("tictactoe", "connect_four")
 

@@ -9,7 +9,7 @@ All measured in one run, on one local Ray instance with the same CPUs:
       since RLlib's default module cannot read action-mask dict observations;
   (b') like (b) but with this project's PPO hyperparameters, so that the (c)/(b')
       ratio isolates sampling and runner changes;
-  (c) this project's training (`league.algorithm.build_ppo_config`), defaults.
+  (c) this project's training (`league.training.algorithm.build_ppo_config`), defaults.
 
 Training throughput = env steps sampled / wall time of `algo.train()` over the
 timed iterations (after one warm-up iteration), learner updates included.
@@ -30,8 +30,8 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 from ray.tune.registry import register_env
 
-from league.algorithm import build_ppo_config
 from league.config import TrainConfig
+from league.training.algorithm import build_ppo_config
 from rlmodules.masked_policy import masked_policy_spec
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from league.algorithm import build_ppo_config, trainable_players
 from league.config import TrainConfig
-from league.driver import LeagueDriver, _count
-from league.league_config import is_snapshot_id
+from league.core.ids import is_snapshot_id
+from league.training.algorithm import build_ppo_config, trainable_players
+from league.training.driver import LeagueDriver, _count
 
 
 @pytest.fixture(scope="module")

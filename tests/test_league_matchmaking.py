@@ -10,15 +10,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from league.league_config import LeagueConfig
-from league.match import MatchRecord
-from league.matchmaking import (
-    MatchmakingPlan,
-    build_plan,
-    choose_active_set,
-    snapshot_need,
-)
-from league.roles import League
+from league.core.config import LeagueConfig
+from league.core.league import League
+from league.core.match import MatchRecord
+from league.core.matchmaking import MatchmakingPlan, build_plan, choose_active_set, snapshot_need
 
 N = 20_000
 _counter = iter(range(10**9))

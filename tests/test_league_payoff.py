@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from league.match import MatchRecord, pairwise_scores
-from league.payoff import PayoffTable
+from league.core.match import MatchRecord, pairwise_scores
+from league.core.payoff import PayoffTable
 
 _counter = iter(range(10**9))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from league.pfsp import WEIGHTINGS, pfsp_probabilities, pfsp_weights
+from league.core.pfsp import WEIGHTINGS, pfsp_probabilities, pfsp_weights
 
 X = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from league.league_config import LeagueConfig
-from league.match import MatchRecord
-from league.ratings import EloRatings
-from league.roles import League
+from league.core.config import LeagueConfig
+from league.core.league import League
+from league.core.match import MatchRecord
+from league.core.ratings import EloRatings
 
 _counter = iter(range(10**9))
 

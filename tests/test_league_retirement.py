@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from league.league_config import LeagueConfig
-from league.match import MatchRecord
-from league.retirement import protected_snapshots, retirements, select_retirements
-from league.roles import League, Snapshot
+from league.core.config import LeagueConfig
+from league.core.league import League
+from league.core.match import MatchRecord
+from league.core.model import Snapshot
+from league.core.retirement import protected_snapshots, retirements, select_retirements
 
 
 def snap(sid: str, rating: float, iteration: int = 0) -> Snapshot:

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from league.league_config import (
-    LeagueConfig,
+from league.core.config import LeagueConfig
+from league.core.ids import (
     ModuleId,
     is_player_id,
     is_snapshot_id,
@@ -17,16 +17,11 @@ from league.league_config import (
     player_id,
     snapshot_id,
 )
-from league.match import MatchRecord
-from league.matchmaking import build_plan
-from league.roles import (
-    League,
-    LeagueExploiter,
-    MainAgent,
-    MainExploiter,
-    Reset,
-    make_role,
-)
+from league.core.league import League
+from league.core.match import MatchRecord
+from league.core.matchmaking import build_plan
+from league.core.model import Reset
+from league.core.roles import LeagueExploiter, MainAgent, MainExploiter, make_role
 
 _counter = iter(range(10**9))
 

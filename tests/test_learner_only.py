@@ -17,9 +17,9 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
-from league.algorithm import MAIN_PLAYER, build_ppo_config
 from league.config import ConfigError, TrainConfig
-from league.driver import LeagueDriver
+from league.training.algorithm import MAIN_PLAYER, build_ppo_config
+from league.training.driver import LeagueDriver
 from rlmodules.learner_only_learner import CuriosityReward, SharedValueGAE
 from rlmodules.shared_value import GLOBAL_OBS, SHARED_VF_ID
 from rlmodules.world_model import EXTRINSIC_REWARDS, WORLD_MODEL_ID

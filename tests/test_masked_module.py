@@ -8,8 +8,8 @@ import torch
 from ray.rllib.core.columns import Columns
 
 from envs.registry import game_spaces
-from league.algorithm import MAIN_PLAYER, build_ppo_config
 from league.config import TrainConfig
+from league.training.algorithm import MAIN_PLAYER, build_ppo_config
 from rlmodules.masked_policy import MaskedActorCriticModule, masked_policy_spec
 
 

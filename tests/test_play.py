@@ -18,7 +18,7 @@ import pytest
 
 from envs.opponents import MinimaxTicTacToe, RandomPlayer
 from envs.registry import UnknownGameError
-from league.play import (
+from league.tools.play import (
     greedy_action,
     parse_board_move,
     parse_rps_move,
@@ -213,7 +213,7 @@ def test_real_process_with_piped_stdin() -> None:
     code = (
         "import sys\n"
         "from envs.opponents import RandomPlayer\n"
-        "from league.play import play\n"
+        "from league.tools.play import play\n"
         "result = play(RandomPlayer(), 'tictactoe', None)\n"
         "print('RESULT', result['player_1'], result['player_2'])\n"
     )

@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from league.league_config import LeagueConfig
-from league.match import MatchRecord
-from league.matchmaking import choose_active_set
-from league.report import (
+from league.core.config import LeagueConfig
+from league.core.league import League
+from league.core.match import MatchRecord
+from league.core.matchmaking import choose_active_set
+from league.core.retirement import retirements
+from league.tools.report import (
     DPI,
     ReportError,
     _drop_superseded,
@@ -29,8 +31,6 @@ from league.report import (
     read_progress,
     write_report,
 )
-from league.retirement import retirements
-from league.roles import League
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SEATS = ("player_1", "player_2")

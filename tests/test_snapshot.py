@@ -25,7 +25,6 @@ from pyarrow.fs import FSSpecHandler, PyFileSystem
 from ray.rllib.core.columns import Columns
 
 from envs.registry import game_spaces, get_game
-from league import snapshot as snap_mod
 from league.snapshot import (
     METADATA_FILE,
     WEIGHTS_FILE,
@@ -38,6 +37,7 @@ from league.snapshot import (
     save_snapshot,
     space_to_json,
 )
+from league.snapshot import files as snap_mod
 from rlmodules.masked_policy import masked_policy_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -361,7 +361,7 @@ def test_bad_saves_write_nothing(tmp_path, states, case, remote):
 )
 def test_onnx_matches_load_policy(tmp_path, states, game, mask_dtype):
     ort = pytest.importorskip("onnxruntime")
-    from league.onnx_export import export_onnx
+    from league.snapshot.onnx import export_onnx
 
     path = tmp_path / "snap"
     make_snapshot(path, game, states[game])

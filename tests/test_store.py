@@ -29,9 +29,9 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 from redis_server import RedisServer, free_port
 
-from league.league_config import LeagueConfig
-from league.match import MatchRecord
-from league.roles import League
+from league.core.config import LeagueConfig
+from league.core.league import League
+from league.core.match import MatchRecord
 from league.store import (
     LeagueStore,
     RetryPolicy,

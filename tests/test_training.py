@@ -7,11 +7,11 @@ import json
 import pytest
 
 from envs.opponents import RandomPlayer
-from league.algorithm import MAIN_PLAYER, build_ppo_config
 from league.config import TrainConfig
-from league.evaluation import evaluate
 from league.snapshot import load_policy
-from league.train import player_policy, train
+from league.tools.evaluation import evaluate
+from league.training.algorithm import MAIN_PLAYER, build_ppo_config
+from league.training.loop import player_policy, train
 
 TINY = dict(
     env="tictactoe",

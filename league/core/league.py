@@ -1,21 +1,4 @@
-"""League roles and the league state they act on.
-
-Roles follow AlphaStar (and DI-engine's league): each is a small stateless
-class that, given a read-only ``LeagueView`` (players, snapshots, payoff),
-says whom its player should play, whether it has earned a snapshot and whether
-it restarts afterwards. All mutable state lives in ``League``; roles are pure
-functions of the view (plus an explicit ``np.random.Generator``), which is
-what makes matchmaking testable without Ray.
-
-- ``MainAgent``: the product. Mixes self-play against the current mains, PFSP
-  over every snapshot, and PFSP over the snapshots it risks forgetting (main
-  snapshots it no longer beats well) plus past main exploiters. Never resets.
-- ``MainExploiter``: finds weaknesses of the current mains. Plays a current
-  main, or -- when it cannot beat it yet, and half of the time anyway -- that
-  main's snapshots as a curriculum. Resets after every snapshot, so each
-  lineage is a fresh attempt.
-- ``LeagueExploiter``: finds weaknesses of the whole league by PFSP over all
-  snapshots. Resets sometimes, to diversify without losing all progress.
+"""League: players, snapshot registry, payoff and ratings; the only mutable part.
 
 Typical coordinator iteration::
 
@@ -24,8 +7,7 @@ Typical coordinator iteration::
     decision = league.decide(rng)
     new_ids = league.apply(decision, iteration)  # then export/reset weights
     league.retire(retirement.retirements(league))
-    active = matchmaking.choose_active_set(league, rng, active)
-    plan = matchmaking.build_plan(league, active, iteration=iteration)
+    plan = matchmaking.next_plan(league, rng, active, iteration=iteration)
 
 A fresh league has no snapshots, so mains only self-play and no win-rate gate
 can open until the step budget; a coordinator that wants PFSP from the start
@@ -36,265 +18,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from league.league_config import (
-    LEAGUE_EXPLOITER,
-    MAIN,
-    MAIN_EXPLOITER,
-    LeagueConfig,
-    is_player_id,
-    is_snapshot_id,
-    parse_module_id,
-    snapshot_id,
-)
-from league.match import MatchRecord
-from league.payoff import PayoffTable
-from league.pfsp import pfsp_probabilities
-from league.ratings import EloRatings
+from league.core.config import LeagueConfig
+from league.core.ids import is_player_id, is_snapshot_id, parse_module_id, snapshot_id
+from league.core.match import MatchRecord
+from league.core.model import Decision, LeagueView, Player, Reset, Snapshot
+from league.core.payoff import PayoffTable
+from league.core.ratings import EloRatings
+from league.core.roles import Role, make_role
 
 STATE_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class Player:
-    """A trainable player and its training progress."""
-
-    id: str
-    role: str
-    steps: int = 0
-    """Env steps trained, in total (across resets)."""
-    last_snapshot_step: int = 0
-    next_version: int = 0
-    parent: str | None = None
-    """Lineage head: its latest snapshot, or the module it was reset from."""
-    latest_snapshot: str | None = None
-    resets: int = 0
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A frozen copy of a player: the registry entry and snapshot metadata.
-
-    ``rating`` is the current rating; the league refreshes it after every
-    ``record`` so the registry and the ratings never disagree.
-    """
-
-    id: str
-    player: str
-    version: int
-    role: str
-    parent: str | None
-    step: int
-    iteration: int
-    rating: float
-
-
-@dataclass(frozen=True)
-class Reset:
-    """Restart ``player`` from the initial weights (``source is None``) or
-    from a copy of module ``source``'s current weights."""
-
-    player: str
-    source: str | None = None
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What the league wants done this iteration, before anything changes."""
-
-    snapshots: tuple[str, ...] = ()
-    resets: tuple[Reset, ...] = ()
-
-
-@dataclass(frozen=True)
-class LeagueView:
-    """What roles may look at. ``snapshots`` may be a subset of the league
-    (the active set) so matchmaking only names modules env runners hold."""
-
-    cfg: LeagueConfig
-    players: Mapping[str, Player]
-    snapshots: Mapping[str, Snapshot]
-    payoff: PayoffTable
-    ratings: Mapping[str, float]
-
-    def player_ids(self, role: str | None = None) -> list[str]:
-        return [p.id for p in self.players.values() if role in (None, p.role)]
-
-    def snapshot_ids(self, role: str | None = None, player: str | None = None) -> list[str]:
-        return [
-            s.id
-            for s in self.snapshots.values()
-            if role in (None, s.role) and player in (None, s.player)
-        ]
-
-    def win_rates(self, player: str, opponents: Iterable[str]) -> np.ndarray:
-        return np.asarray(self.payoff.win_rates(player, opponents), dtype=np.float64)
-
-
-def _add_pfsp(
-    dist: dict[str, float],
-    view: LeagueView,
-    player: str,
-    candidates: list[str],
-    mass: float,
-    weighting: str,
-) -> None:
-    probs = pfsp_probabilities(view.win_rates(player, candidates), weighting, view.cfg.pfsp_p)
-    for candidate, p in zip(candidates, probs, strict=True):
-        dist[candidate] = dist.get(candidate, 0.0) + mass * float(p)
-
-
-def _add_uniform(dist: dict[str, float], candidates: list[str], mass: float) -> None:
-    for candidate in candidates:
-        dist[candidate] = dist.get(candidate, 0.0) + mass / len(candidates)
-
-
-class Role:
-    """Base role: snapshot gate shared by all roles; no reset."""
-
-    name: ClassVar[str]
-
-    def __init__(self, player: str, cfg: LeagueConfig) -> None:
-        self.player = player
-        self.cfg = cfg
-
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
-        """Opponent module id -> probability (positive, summing to 1)."""
-        raise NotImplementedError
-
-    def choose_opponent(self, view: LeagueView, rng: np.random.Generator) -> str:
-        dist = self.opponent_distribution(view)
-        ids = list(dist)
-        return ids[int(rng.choice(len(ids), p=np.array(list(dist.values()))))]
-
-    def targets(self, view: LeagueView) -> list[str]:
-        """The opponents this role is judged against by the snapshot gate."""
-        raise NotImplementedError
-
-    def snapshot_due(self, view: LeagueView) -> bool:
-        """Win-rate gate (every target beaten at ``snapshot_win_rate`` with
-        ``snapshot_min_games`` games each) or the step budget.
-
-        Without targets the gate stays shut: "beats everyone" over no one is
-        no evidence of progress; the step budget still applies.
-        """
-        cfg = self.cfg
-        player = view.players[self.player]
-        since = player.steps - player.last_snapshot_step
-        if since >= cfg.snapshot_step_budget:
-            return True
-        if since < cfg.snapshot_min_steps:
-            return False
-        targets = self.targets(view)
-        return bool(targets) and all(
-            view.payoff.games(self.player, t) >= cfg.snapshot_min_games
-            and view.payoff.win_rate(self.player, t) >= cfg.snapshot_win_rate
-            for t in targets
-        )
-
-    def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
-        return None
-
-
-class MainAgent(Role):
-    name = MAIN
-
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
-        cfg = self.cfg
-        dist: dict[str, float] = {}
-        self_play = cfg.main_self_play_prob
-        everyone = view.snapshot_ids()
-        if everyone:
-            _add_pfsp(dist, view, self.player, everyone, cfg.main_pfsp_prob, cfg.pfsp_weighting)
-        else:
-            self_play += cfg.main_pfsp_prob
-        mains = view.snapshot_ids(role=MAIN)
-        rates = view.win_rates(self.player, mains)
-        forgotten = [
-            s for s, x in zip(mains, rates, strict=True) if x < cfg.main_forgotten_win_rate
-        ]
-        forgotten += view.snapshot_ids(role=MAIN_EXPLOITER)
-        if forgotten:
-            _add_pfsp(
-                dist, view, self.player, forgotten, cfg.main_forgotten_prob, cfg.pfsp_weighting
-            )
-        else:
-            self_play += cfg.main_forgotten_prob
-        _add_uniform(dist, view.player_ids(MAIN), self_play)
-        return {m: p for m, p in dist.items() if p > 0.0}
-
-    def targets(self, view: LeagueView) -> list[str]:
-        return view.snapshot_ids()
-
-
-class MainExploiter(Role):
-    name = MAIN_EXPLOITER
-
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
-        cfg = self.cfg
-        dist: dict[str, float] = {}
-        mains = view.player_ids(MAIN)
-        for main in mains:
-            share = 1.0 / len(mains)
-            history = view.snapshot_ids(role=MAIN, player=main)
-            if not history:
-                _add_uniform(dist, [main], share)
-                continue
-            losing = view.payoff.win_rate(self.player, main) < cfg.main_exploiter_switch_win_rate
-            q = 1.0 if losing else cfg.main_exploiter_pfsp_prob
-            _add_uniform(dist, [main], share * (1.0 - q))
-            _add_pfsp(dist, view, self.player, history, share * q, cfg.main_exploiter_weighting)
-        return {m: p for m, p in dist.items() if p > 0.0}
-
-    def targets(self, view: LeagueView) -> list[str]:
-        return view.player_ids(MAIN)
-
-    def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
-        """Always: each lineage is a fresh search for a new exploit."""
-        if self.cfg.main_exploiter_reset_to == "initial":
-            return Reset(self.player, None)
-        best = max(view.player_ids(MAIN), key=lambda m: (view.ratings.get(m, 0.0), m))
-        return Reset(self.player, best)
-
-
-class LeagueExploiter(Role):
-    name = LEAGUE_EXPLOITER
-
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
-        dist: dict[str, float] = {}
-        everyone = view.snapshot_ids()
-        if everyone:
-            _add_pfsp(dist, view, self.player, everyone, 1.0, self.cfg.pfsp_weighting)
-        else:
-            _add_uniform(dist, view.player_ids(MAIN), 1.0)
-        return {m: p for m, p in dist.items() if p > 0.0}
-
-    def targets(self, view: LeagueView) -> list[str]:
-        return view.snapshot_ids()
-
-    def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
-        """Sometimes: resets diversify the league, keeping some lineages long."""
-        if rng.random() < self.cfg.league_exploiter_reset_prob:
-            return Reset(self.player, None)
-        return None
-
-
-ROLES: dict[str, type[Role]] = {
-    cls.name: cls for cls in (MainAgent, MainExploiter, LeagueExploiter)
-}
-
-
-def make_role(player: str, cfg: LeagueConfig) -> Role:
-    """The role object for trainable ``player`` (e.g. ``main_exploiter_0``)."""
-    parsed = parse_module_id(player)
-    if parsed.is_snapshot:
-        raise ValueError(f"snapshots have no role behaviour: {player!r}")
-    return ROLES[parsed.role](player, cfg)
 
 
 class League:

@@ -27,12 +27,12 @@ import numpy as np
 import ray
 
 from envs.opponents import make_opponent
-from league.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
 from league.config import TrainConfig
-from league.driver import LeagueDriver
-from league.evaluation import REFERENCE_OPPONENTS, SeatRecord, evaluate
 from league.snapshot import SnapshotPolicy, player_metadata, save_snapshot
 from league.store import LeagueStore, open_store
+from league.tools.evaluation import REFERENCE_OPPONENTS, SeatRecord, evaluate
+from league.training.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
+from league.training.driver import LeagueDriver
 
 CHECKPOINTS_KEPT = 2
 

@@ -14,7 +14,7 @@ import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-from league.matchmaking import MatchmakingPlan
+from league.core.matchmaking import MatchmakingPlan
 
 _BUFFER_ATTR = "_league_match_buffer"
 

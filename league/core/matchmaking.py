@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from league.league_config import is_player_id, is_snapshot_id
-from league.roles import League
+from league.core.ids import is_player_id, is_snapshot_id
+from league.core.league import League
 
 
 def _check_distribution(name: str, probs: Sequence[float]) -> None:

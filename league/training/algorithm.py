@@ -4,7 +4,7 @@ New API stack throughout: a MultiRLModuleSpec of masked actor-critic modules for
 the trainable players only, env runners that build them inference-only, and
 PettingZoo games from the registry. In league mode the learner drops frozen
 opponents' experience, a callback records every finished episode as a match, and
-the seat mapping follows the coordinator's matchmaking plan (see league.driver).
+the seat mapping follows the coordinator's matchmaking plan (see league.training.driver).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from envs.adapters import rllib_env_class
 from envs.registry import game_spaces, get_game
 from league.config import ConfigError, TrainConfig
-from league.matchmaking import MatchmakingPlan, build_plan
-from league.roles import League
-from league.runner_hooks import MatchRecorder, PlanMapping
+from league.core.league import League
+from league.core.matchmaking import MatchmakingPlan, build_plan
+from league.training.env_runner import MatchRecorder, PlanMapping
 from rlmodules.inference_only_runner import InferenceOnlyEnvRunner
 from rlmodules.league_learner import LeaguePPOLearner
 from rlmodules.learner_only_learner import CURIOSITY_COEFF_KEY, LearnerOnlyPPOLearner

@@ -30,7 +30,7 @@ import numpy as np
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
-from league.league_config import is_snapshot_id
+from league.core.ids import is_snapshot_id
 
 PROGRESS_FILE = "progress.jsonl"
 LEAGUE_STATE_FILE = "league_state.json"

@@ -6,14 +6,13 @@ the driver, in `league evaluate`, and in tests alike.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from envs.opponents import Policy, choose_action
 from envs.registry import get_game
+from league.core.outcomes import SeatRecord
 
 # Reference opponents worth reporting for each game, weakest first.
 REFERENCE_OPPONENTS: dict[str, tuple[str, ...]] = {
@@ -55,42 +54,6 @@ def play_game(
                 totals[agent] += float(reward)
     env.close()
     return totals
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion (well-behaved at 0 and 1)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-@dataclass(frozen=True)
-class SeatRecord:
-    seat: str
-    wins: int
-    draws: int
-    losses: int
-
-    @property
-    def games(self) -> int:
-        return self.wins + self.draws + self.losses
-
-    def rate(self, outcome: str) -> float:
-        return getattr(self, outcome) / self.games if self.games else 0.0
-
-    def interval(self, outcome: str) -> tuple[float, float]:
-        return wilson_interval(getattr(self, outcome), self.games)
-
-    def format(self) -> str:
-        parts = []
-        for outcome, letter in (("wins", "W"), ("draws", "D"), ("losses", "L")):
-            lo, hi = self.interval(outcome)
-            parts.append(f"{letter} {self.rate(outcome):.3f} [{lo:.3f}, {hi:.3f}]")
-        return f"seat {self.seat}: " + "  ".join(parts) + f"  ({self.games} games)"
 
 
 def evaluate(

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from league.league_config import is_snapshot_id
-from league.roles import League, Snapshot
+from league.core.ids import is_snapshot_id
+from league.core.league import League
+from league.core.model import Snapshot
 
 
 def select_retirements(

@@ -2,7 +2,7 @@
 
 `league train --address ...` creates the actor `league-coordinator` in namespace
 `league`; it owns the Algorithm and the league and runs the same training loop as
-a local `league train` (league.train.train) in a thread, so that status queries,
+a local `league train` (league.training.loop.train) in a thread, so that status queries,
 pause/resume and stop are served while it trains. Other processes reach it by
 name (`league status`, `standings`, `snapshots`, `pause`, `resume`, `stop`).
 
@@ -72,7 +72,7 @@ class LeagueCoordinator:
 
     def __init__(self, cfg_dict: dict[str, Any], resume: bool) -> None:
         from league.config import TrainConfig
-        from league.train import TrainControl
+        from league.training.loop import TrainControl
 
         self.cfg = TrainConfig.from_dict(cfg_dict, source="coordinator")
         self.resume_run = resume
@@ -95,7 +95,7 @@ class LeagueCoordinator:
         print(line, flush=True)
 
     def _run(self) -> None:
-        from league.train import train
+        from league.training.loop import train
 
         self.state = "running"
         try:

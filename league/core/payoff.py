@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from league.match import MatchRecord, pairwise_scores
+from league.core.match import MatchRecord, pairwise_scores
 
 
 class PayoffTable:

@@ -30,15 +30,15 @@ from typing import Any
 import numpy as np
 from safetensors.numpy import load_file
 
-from league.algorithm import game_seats, snapshot_module_spec, trainable_players
 from league.config import TrainConfig
-from league.league_config import MAIN
-from league.match import MatchRecord
-from league.matchmaking import MatchmakingPlan, build_plan, choose_active_set
-from league.retirement import retirements
-from league.roles import League
-from league.runner_hooks import PlanMapping, drain_matches, update_runner
+from league.core.ids import MAIN
+from league.core.league import League
+from league.core.match import MatchRecord
+from league.core.matchmaking import MatchmakingPlan, build_plan, choose_active_set
+from league.core.retirement import retirements
 from league.snapshot import WEIGHTS_FILE, player_metadata, save_snapshot
+from league.training.algorithm import game_seats, snapshot_module_spec, trainable_players
+from league.training.env_runner import PlanMapping, drain_matches, update_runner
 
 SEEN_EPISODES_KEPT = 200_000
 
@@ -96,7 +96,7 @@ def role_scores(records: list[MatchRecord], players: Mapping[str, Any]) -> dict[
 
 
 class LeagueDriver:
-    """Runs the league beside an Algorithm built by `league.algorithm.build_ppo_config`."""
+    """Runs the league beside an Algorithm built by `league.training.algorithm.build_ppo_config`."""
 
     def __init__(self, algo: Any, cfg: TrainConfig, run_dir: Path, seed: int = 0):
         self.algo = algo

@@ -52,7 +52,7 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
-from league.store import (
+from league.store.base import (
     DEFAULT_KEEP_STATES,
     DEFAULT_NAMESPACE,
     SCHEMA_VERSION,

@@ -1,0 +1,44 @@
+"""Win/draw/loss counts of one seat and their confidence intervals."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion (well-behaved at 0 and 1)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class SeatRecord:
+    """Games one policy played from one seat: wins, draws, losses."""
+
+    seat: str
+    wins: int
+    draws: int
+    losses: int
+
+    @property
+    def games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    def rate(self, outcome: str) -> float:
+        return getattr(self, outcome) / self.games if self.games else 0.0
+
+    def interval(self, outcome: str) -> tuple[float, float]:
+        return wilson_interval(getattr(self, outcome), self.games)
+
+    def format(self) -> str:
+        parts = []
+        for outcome, letter in (("wins", "W"), ("draws", "D"), ("losses", "L")):
+            lo, hi = self.interval(outcome)
+            parts.append(f"{letter} {self.rate(outcome):.3f} [{lo:.3f}, {hi:.3f}]")
+        return f"seat {self.seat}: " + "  ".join(parts) + f"  ({self.games} games)"

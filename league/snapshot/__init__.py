@@ -1,0 +1,46 @@
+"""Frozen snapshots: format and validation, a Ray-free policy, load/save, RLlib export.
+
+ONNX export lives in ``league.snapshot.onnx`` (imported on demand: it needs onnx).
+"""
+
+from league.snapshot.files import (
+    SnapshotLocation,
+    load_policy,
+    read_metadata,
+    resolve_location,
+    save_snapshot,
+)
+from league.snapshot.format import (
+    FORMAT_VERSION,
+    METADATA_FILE,
+    MODULE_CLASS,
+    POLICY_PREFIX,
+    WEIGHTS_FILE,
+    SnapshotError,
+    SnapshotMetadata,
+    player_metadata,
+    space_from_json,
+    space_to_json,
+)
+from league.snapshot.policy import SnapshotPolicy
+from league.snapshot.rllib_export import export_rllib_checkpoint
+
+__all__ = [
+    "FORMAT_VERSION",
+    "METADATA_FILE",
+    "MODULE_CLASS",
+    "POLICY_PREFIX",
+    "WEIGHTS_FILE",
+    "SnapshotError",
+    "SnapshotLocation",
+    "SnapshotMetadata",
+    "SnapshotPolicy",
+    "export_rllib_checkpoint",
+    "load_policy",
+    "player_metadata",
+    "read_metadata",
+    "resolve_location",
+    "save_snapshot",
+    "space_from_json",
+    "space_to_json",
+]

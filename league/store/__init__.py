@@ -1,0 +1,75 @@
+"""The league store: one contract (base), SQLite (embedded default), Redis (cluster)."""
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from league.run.dir import RunDir
+from league.store.base import (
+    DEFAULT_KEEP_STATES,
+    DEFAULT_NAMESPACE,
+    SUPPORTED_SCHEMES,
+    LeagueStore,
+    RetryPolicy,
+    StateViews,
+    StoreConflictError,
+    StoreError,
+    StoreUnavailableError,
+    _redacted,
+    state_views,
+)
+from league.store.sqlite import SQLiteStore
+
+
+def open_store(
+    url: str | None,
+    run_dir: Path | str,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    keep_states: int = DEFAULT_KEEP_STATES,
+    retry: RetryPolicy | None = None,
+) -> LeagueStore:
+    """Open the league store named by ``url``.
+
+    - ``None`` or ``"sqlite"``: ``run_dir/league.sqlite``;
+    - ``sqlite:///abs/path.sqlite``: that file (everything after ``sqlite://``
+      is the path, so three slashes give an absolute path);
+    - ``redis://[user][:password@]host:port/db`` or ``rediss://`` (TLS): Redis,
+      keys under ``namespace`` (several leagues can share one Redis). Pinged at
+      open, so a wrong host fails now with ``StoreUnavailableError`` and a
+      wrong password with ``StoreError``, not at the first commit.
+
+    ``retry`` only matters for Redis (SQLite has no network to retry).
+    """
+    if url is None or url == "sqlite":
+        return SQLiteStore(RunDir(run_dir).store_file, keep_states=keep_states)
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "sqlite":
+        parts = urlsplit(url)
+        if parts.netloc:
+            raise StoreError(f"sqlite URL must be sqlite:///path (no host), got {_redacted(url)!r}")
+        path = Path(parts.path) if parts.path else RunDir(run_dir).store_file
+        return SQLiteStore(path, keep_states=keep_states)
+    if scheme in ("redis", "rediss"):
+        from league.store.redis import RedisStore
+
+        return RedisStore(url, namespace=namespace, keep_states=keep_states, retry=retry)
+    raise StoreError(
+        f"unsupported store URL scheme {scheme or '(none)'!r} in {_redacted(url)!r}; "
+        f"supported: {', '.join(SUPPORTED_SCHEMES)} (or None for the run dir's store file)"
+    )
+
+
+__all__ = [
+    "DEFAULT_KEEP_STATES",
+    "DEFAULT_NAMESPACE",
+    "SUPPORTED_SCHEMES",
+    "LeagueStore",
+    "RetryPolicy",
+    "SQLiteStore",
+    "StoreConflictError",
+    "StoreError",
+    "StoreUnavailableError",
+    "StateViews",
+    "open_store",
+    "state_views",
+]

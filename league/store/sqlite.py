@@ -1,0 +1,313 @@
+"""SQLiteStore: the embedded league store, a WAL-mode file in the run directory."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from league.store.base import (
+    DEFAULT_KEEP_STATES,
+    SCHEMA_VERSION,
+    LeagueStore,
+    StateViews,
+    StoreConflictError,
+    StoreError,
+    StoreUnavailableError,
+    _check_seq_arg,
+    dumps,
+    prunable,
+    state_views,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER);
+CREATE TABLE IF NOT EXISTS states (seq INTEGER PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS matches (
+    pos INTEGER PRIMARY KEY,
+    episode_id TEXT NOT NULL UNIQUE,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS matches_by_seq ON matches (seq, pos);
+CREATE TABLE IF NOT EXISTS players (id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots (id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ratings (id TEXT PRIMARY KEY, rating REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS payoff (
+    a TEXT NOT NULL,
+    b TEXT NOT NULL,
+    wins REAL NOT NULL,
+    draws REAL NOT NULL,
+    losses REAL NOT NULL,
+    PRIMARY KEY (a, b)
+);
+"""
+
+
+class SQLiteStore(LeagueStore):
+    """The embedded store: one SQLite file in WAL mode.
+
+    WAL lets readers (a dashboard, ``sqlite3`` on the command line) look while
+    the coordinator writes; ``synchronous=FULL`` makes a returned commit
+    durable even across power loss, at one fsync per iteration. Every write is
+    ``BEGIN IMMEDIATE``: the write lock is taken before the seq is read, so the
+    ``expected_seq`` check is a true compare-and-swap even against another
+    process on the same file.
+    """
+
+    def __init__(self, path: Path | str, *, keep_states: int = DEFAULT_KEEP_STATES) -> None:
+        super().__init__(keep_states)
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: no implicit transactions, we issue BEGIN ourselves.
+            conn = sqlite3.connect(
+                str(self.path), timeout=10.0, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as err:
+            raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {err}") from err
+        self._conn: sqlite3.Connection | None = conn
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreUnavailableError(f"SQLite store {self.path}: WAL mode refused ({mode})")
+            conn.execute("PRAGMA synchronous=FULL")
+            with self._write():
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                if row is None:
+                    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                elif row[0] != SCHEMA_VERSION:
+                    raise StoreError(
+                        f"SQLite store {self.path} has schema {row[0]}, expected {SCHEMA_VERSION}"
+                    )
+        except sqlite3.Error as err:
+            conn.close()
+            self._conn = None
+            raise StoreUnavailableError(f"cannot use SQLite store {self.path}: {err}") from err
+        except BaseException:
+            conn.close()
+            self._conn = None
+            raise
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r}, keep_states={self.keep_states})"
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _c(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"SQLite store {self.path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction: committed if the block returns,
+        rolled back (nothing written) if it raises anything."""
+        with self._lock:
+            conn = self._c()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as err:
+                raise StoreUnavailableError(f"SQLite store {self.path}: {err}") from err
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as err:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(err, sqlite3.OperationalError):  # disk full, I/O error, locked
+                    raise StoreUnavailableError(f"SQLite store {self.path}: {err}") from err
+                raise
+
+    def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        with self._lock:
+            try:
+                return fn(self._c())
+            except sqlite3.OperationalError as err:
+                raise StoreUnavailableError(f"SQLite store {self.path}: {err}") from err
+
+    @staticmethod
+    def _meta(conn: sqlite3.Connection, key: str) -> int | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else int(row[0])
+
+    @staticmethod
+    def _set_meta(conn: sqlite3.Connection, key: str, value: int | None) -> None:
+        if value is None:
+            conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+        else:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    @staticmethod
+    def _write_views(conn: sqlite3.Connection, views: StateViews) -> None:
+        for table in ("players", "snapshots", "ratings", "payoff"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.executemany(
+            "INSERT INTO players VALUES (?, ?)",
+            [(k, dumps(v, f"player {k!r}")) for k, v in views.players.items()],
+        )
+        conn.executemany(
+            "INSERT INTO snapshots VALUES (?, ?)",
+            [(k, dumps(v, f"snapshot {k!r}")) for k, v in views.snapshots.items()],
+        )
+        conn.executemany("INSERT INTO ratings VALUES (?, ?)", list(views.ratings.items()))
+        try:
+            conn.executemany("INSERT INTO payoff VALUES (?, ?, ?, ?, ?)", views.payoff)
+        except sqlite3.IntegrityError as err:
+            raise StoreError(f"duplicate payoff pair in state: {err}") from err
+
+    def _prune(self, conn: sqlite3.Connection, new_seq: int) -> None:
+        seqs = [r[0] for r in conn.execute("SELECT seq FROM states")]
+        old = prunable(seqs, new_seq, self.keep_states, self._meta(conn, "pin"))
+        conn.executemany("DELETE FROM states WHERE seq = ?", [(s,) for s in old])
+
+    # -- writes -------------------------------------------------------------
+
+    def commit(
+        self, state: Mapping[str, Any], matches: Sequence[Mapping[str, Any]], *, expected_seq: int
+    ) -> int:
+        _check_seq_arg(expected_seq, "expected_seq")
+        views = state_views(state)
+        if isinstance(matches, (str, bytes, Mapping)):
+            raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
+        matches = list(matches)
+        with self._write() as conn:
+            current = self._meta(conn, "seq") or 0
+            if current != expected_seq:
+                raise StoreConflictError(
+                    f"SQLite store {self.path} is at seq {current}, writer expected "
+                    f"{expected_seq}: another writer committed; reload before writing"
+                )
+            new = current + 1
+            conn.execute("INSERT INTO states VALUES (?, ?)", (new, dumps(state, "state")))
+            # Matches go in one by one inside the transaction: the UNIQUE
+            # episode_id constraint is what rejects duplicates (within this
+            # commit or against the log), and the rollback undoes the rest.
+            for match in matches:
+                eid = match.get("episode_id") if isinstance(match, Mapping) else None
+                if not isinstance(eid, str) or not eid:
+                    raise StoreError(
+                        f"every match needs a non-empty str 'episode_id', got {match!r}"
+                    )
+                try:
+                    conn.execute(
+                        "INSERT INTO matches (episode_id, seq, data) VALUES (?, ?, ?)",
+                        (eid, new, dumps(dict(match), f"match {eid!r}")),
+                    )
+                except sqlite3.IntegrityError as err:
+                    raise StoreError(
+                        f"duplicate episode_id {eid!r}: already in the match log or "
+                        f"twice in this commit"
+                    ) from err
+            self._write_views(conn, views)
+            self._set_meta(conn, "seq", new)
+            self._prune(conn, new)
+        return new
+
+    def rollback(self, to_seq: int) -> None:
+        _check_seq_arg(to_seq, "to_seq")
+        with self._write() as conn:
+            current = self._meta(conn, "seq") or 0
+            if to_seq > current:
+                raise StoreError(f"cannot roll back to seq {to_seq}: store is at seq {current}")
+            if to_seq == 0:
+                views = StateViews({}, {}, {}, [])
+            else:
+                row = conn.execute("SELECT state FROM states WHERE seq = ?", (to_seq,)).fetchone()
+                if row is None:
+                    raise StoreError(
+                        f"cannot roll back to seq {to_seq}: its state was pruned "
+                        f"(kept: {self._state_seqs(conn)}); pin checkpoint seqs"
+                    )
+                views = state_views(json.loads(row[0]))
+            conn.execute("DELETE FROM states WHERE seq > ?", (to_seq,))
+            conn.execute("DELETE FROM matches WHERE seq > ?", (to_seq,))
+            self._write_views(conn, views)
+            self._set_meta(conn, "seq", to_seq)
+            pin = self._meta(conn, "pin")
+            if pin is not None and pin > to_seq:
+                self._set_meta(conn, "pin", None)
+
+    def pin(self, seq: int) -> None:
+        _check_seq_arg(seq, "seq")
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM states WHERE seq = ?", (seq,)).fetchone() is None:
+                raise StoreError(f"cannot pin seq {seq}: no state kept at that seq")
+            self._set_meta(conn, "pin", seq)
+            self._prune(conn, self._meta(conn, "seq") or 0)
+
+    # -- reads --------------------------------------------------------------
+
+    @staticmethod
+    def _state_seqs(conn: sqlite3.Connection) -> list[int]:
+        return [r[0] for r in conn.execute("SELECT seq FROM states ORDER BY seq")]
+
+    def seq(self) -> int:
+        return self._read(lambda c: self._meta(c, "seq") or 0)
+
+    def pinned(self) -> int | None:
+        return self._read(lambda c: self._meta(c, "pin"))
+
+    def state_seqs(self) -> list[int]:
+        return self._read(self._state_seqs)
+
+    def state(self, seq: int | None = None) -> dict[str, Any] | None:
+        if seq is not None:
+            _check_seq_arg(seq, "seq")
+
+        def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            if seq is None:
+                row = conn.execute("SELECT state FROM states ORDER BY seq DESC LIMIT 1").fetchone()
+            else:
+                row = conn.execute("SELECT state FROM states WHERE seq = ?", (seq,)).fetchone()
+            return None if row is None else json.loads(row[0])
+
+        return self._read(read)
+
+    def matches(self, since_seq: int = 0) -> list[dict[str, Any]]:
+        _check_seq_arg(since_seq, "since_seq")
+        rows = self._read(
+            lambda c: c.execute(
+                "SELECT seq, data FROM matches WHERE seq > ? ORDER BY seq, pos", (since_seq,)
+            ).fetchall()
+        )
+        return [{**json.loads(data), "seq": seq} for seq, data in rows]
+
+    def match_count(self) -> int:
+        return self._read(lambda c: c.execute("SELECT COUNT(*) FROM matches").fetchone()[0])
+
+    def ratings(self) -> dict[str, float]:
+        rows = self._read(
+            lambda c: c.execute("SELECT id, rating FROM ratings ORDER BY id").fetchall()
+        )
+        return dict(rows)
+
+    def snapshots(self) -> dict[str, dict[str, Any]]:
+        rows = self._read(
+            lambda c: c.execute("SELECT id, data FROM snapshots ORDER BY id").fetchall()
+        )
+        return {k: json.loads(v) for k, v in rows}
+
+    def players(self) -> dict[str, dict[str, Any]]:
+        rows = self._read(
+            lambda c: c.execute("SELECT id, data FROM players ORDER BY id").fetchall()
+        )
+        return {k: json.loads(v) for k, v in rows}
+
+    def payoff(self) -> list[list[Any]]:
+        rows = self._read(lambda c: c.execute("SELECT * FROM payoff ORDER BY a, b").fetchall())
+        return [list(r) for r in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
