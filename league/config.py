@@ -19,6 +19,7 @@ import yaml
 
 from envs.registry import get_game
 from league.core.config import LeagueConfig
+from rlmodules.networks import DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES
 
 
 class ConfigError(ValueError):
@@ -81,10 +82,10 @@ class TrainConfig:
     vf_loss_coeff: float = field(default=0.5, metadata=_help("Value loss coefficient."))
     # Model
     hidden_sizes: list[int] = field(
-        default_factory=lambda: [256, 256],
+        default_factory=lambda: list(DEFAULT_HIDDEN_SIZES),
         metadata=_help("Hidden layer sizes of policy and value MLPs."),
     )
-    activation: str = field(default="relu", metadata=_help("relu, tanh, elu or silu."))
+    activation: str = field(default=DEFAULT_ACTIVATION, metadata=_help("relu, tanh, elu or silu."))
     # Learner-only modules (rlmodules.shared_value, rlmodules.world_model)
     shared_vf: bool = field(
         default=False,

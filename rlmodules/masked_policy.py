@@ -25,12 +25,12 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
-from rlmodules.networks import build_mlp, mask_logits
+from rlmodules.networks import build_mlp, default_model_config, mask_logits
 
 OBS_KEY = "observation"
 MASK_KEY = "action_mask"
 
-DEFAULT_MODEL_CONFIG: dict[str, Any] = {"hidden_sizes": [256, 256], "activation": "relu"}
+DEFAULT_MODEL_CONFIG: dict[str, Any] = default_model_config()
 
 
 def masked_obs_shape(observation_space: gym.Space) -> tuple[int, int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -15,6 +17,14 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
     "elu": nn.ELU,
     "silu": nn.SiLU,
 }
+
+DEFAULT_HIDDEN_SIZES: tuple[int, ...] = (256, 256)
+DEFAULT_ACTIVATION = "relu"
+
+
+def default_model_config() -> dict[str, Any]:
+    """The network every module uses unless the run's config says otherwise."""
+    return {"hidden_sizes": list(DEFAULT_HIDDEN_SIZES), "activation": DEFAULT_ACTIVATION}
 
 
 def build_mlp(

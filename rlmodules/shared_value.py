@@ -33,7 +33,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
 from rlmodules.masked_policy import OBS_KEY, masked_obs_shape
-from rlmodules.networks import build_mlp
+from rlmodules.networks import build_mlp, default_model_config
 
 SHARED_VF_ID = "shared_vf"
 GLOBAL_OBS = "global_obs"
@@ -43,8 +43,7 @@ PLAYER_INDEX = "player_index"
 """Columns of the critic's own batch (`SharedValueModule.player_batch`)."""
 
 DEFAULT_SHARED_VF_CONFIG: dict[str, Any] = {
-    "hidden_sizes": [256, 256],
-    "activation": "relu",
+    **default_model_config(),
     "players": [],
     "centralized": False,
     "seats": [],

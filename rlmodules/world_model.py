@@ -33,7 +33,7 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.typing import ModuleID
 
 from rlmodules.masked_policy import OBS_KEY, masked_obs_shape
-from rlmodules.networks import build_mlp
+from rlmodules.networks import build_mlp, default_model_config
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -47,8 +47,7 @@ NEXT_OBS_ERROR = "next_obs_error"
 """forward_train output: per-transition next-observation loss (the curiosity signal)."""
 
 DEFAULT_WORLD_MODEL_CONFIG: dict[str, Any] = {
-    "hidden_sizes": [256, 256],
-    "activation": "relu",
+    **default_model_config(),
     "obs_loss_weight": 1.0,
     "reward_loss_weight": 1.0,
     "terminal_loss_weight": 1.0,
