@@ -26,12 +26,35 @@ class Policy(Protocol):
     def action_probs(self, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
 
 
-def choose_action(probs: np.ndarray, rng: np.random.Generator, greedy: bool) -> int:
-    """Sample from ``probs``, or take the argmax (lowest index on ties) if greedy."""
-    probs = np.asarray(probs, dtype=np.float64)
+def choose_action(
+    probs: np.ndarray,
+    rng: np.random.Generator | None = None,
+    greedy: bool = False,
+    mask: np.ndarray | None = None,
+) -> int:
+    """Pick one action from a probability vector; every player here picks through this.
+
+    Greedy takes the argmax (lowest index on ties); otherwise the action is
+    sampled with ``rng`` (a fresh unseeded generator if None). The
+    probabilities are renormalised first: float32 network outputs can miss a
+    sum of 1 by more than numpy's ``choice`` accepts. With ``mask`` (an
+    observation's ``action_mask``) actions it forbids are never chosen, even
+    when a policy leaks probability onto them.
+    """
+    probs = np.asarray(probs, dtype=np.float64).reshape(-1)
+    if mask is not None:
+        legal = np.asarray(mask).astype(bool).reshape(-1)
+        if probs.shape != legal.shape:
+            raise ValueError(
+                f"policy returned {probs.shape[0]} action probabilities "
+                f"for {legal.shape[0]} actions"
+            )
+        if not legal.any():
+            raise ValueError("no legal action in the observation's action_mask")
+        probs = np.where(legal, probs, -np.inf if greedy else 0.0)
     if greedy:
         return int(np.argmax(probs))
-    # float32 network outputs can miss a sum of 1 by more than numpy's tolerance.
+    rng = rng if rng is not None else np.random.default_rng()
     return int(rng.choice(len(probs), p=probs / probs.sum()))
 
 

@@ -1,4 +1,7 @@
-"""The `league` command: train, evaluate.
+"""The `league` command: train, evaluate, export, play, report and the service verbs.
+
+`league train` has one flag per TrainConfig field, generated from the dataclass
+(names, types, choices, defaults and help), so flags and config keys agree.
 
 Bad input (unknown game, malformed config, missing run dir, ...) ends with one
 `league: error: ...` line on stderr and exit code 2, before anything is written.
@@ -7,12 +10,19 @@ Bad input (unknown game, malformed config, missing run dir, ...) ends with one
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import sys
-from collections.abc import Sequence
+import types
+import typing
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from envs.registry import GAMES, UnknownGameError
+from envs.registry import UnknownGameError
+from league.config import ConfigError, TrainConfig, check_choice, load_config_file
+from league.core.ids import snapshot_id
+from league.run import RunDir, RunDirError
 
 EXIT_USAGE = 2
 
@@ -21,33 +31,160 @@ class CliError(Exception):
     """An error worth one clear line to the user, not a traceback."""
 
 
+@contextlib.contextmanager
+def _refuse(*errors: type[Exception]) -> Iterator[None]:
+    """Report these errors of a library call as one `league: error:` line."""
+    try:
+        yield
+    except errors as err:
+        raise CliError(str(err)) from err
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors end like every other error: one `league: error:` line, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"league: error: {message} (see `{self.prog} --help`)\n")
+
+
+FieldPath = tuple[str, ...]
+"""A TrainConfig field's keys, as nested in a config file: ("lr",), ("league", "pfsp_p")."""
+
+_METAVARS: dict[type, str] = {int: "INT", float: "FLOAT", str: "TEXT"}
+
+
+def _leaf_fields(
+    cls: type, prefix: FieldPath = ()
+) -> Iterator[tuple[FieldPath, dataclasses.Field[Any], Any]]:
+    """(path, field, type hint) of every plain field; nested dataclasses are walked into."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        path = (*prefix, f.name)
+        if dataclasses.is_dataclass(hints[f.name]):
+            yield from _leaf_fields(hints[f.name], path)
+        else:
+            yield path, f, hints[f.name]
+
+
+def _dest(path: FieldPath) -> str:
+    return ".".join(path)
+
+
+def _flag(path: FieldPath) -> str:
+    # `lambda_` only dodges the Python keyword; users type --lambda.
+    return "--" + _dest(path).rstrip("_").replace("_", "-")
+
+
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _show(value: Any) -> str:
+    """A default as the user would type it on the command line."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, list):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def _help_text(f: dataclasses.Field[Any]) -> str:
+    return f.metadata["help"].replace("%", "%%")  # argparse %-formats help strings
+
+
+def _field_help(f: dataclasses.Field[Any]) -> str:
+    return f"{_help_text(f)} (default: {_show(_field_default(f))})"
+
+
+def _split_optional(hint: Any) -> tuple[Any, bool]:
+    """(X, True) for `X | None`, else (hint, False)."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = (a for a in args if a is not type(None))
+        return inner, True
+    return hint, False
+
+
+def _optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`none` unsets an optional field, e.g. a stop condition set in the config file."""
+
+    def parse(text: str) -> Any:
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = convert.__name__  # argparse says "invalid int value: ..."
+    return parse
+
+
+def _choice(f: dataclasses.Field[Any]) -> Callable[[str], str]:
+    """Refuse a value outside the field's choices with the config file's own message."""
+
+    def parse(text: str) -> str:
+        try:
+            check_choice(f, text)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        return text
+
+    return parse
+
+
+def _parse_options(f: dataclasses.Field[Any], hint: Any) -> dict[str, Any]:
+    """argparse keywords that parse one field's values, from its type hint."""
+    inner, optional = _split_optional(hint)
+    if inner is bool and not optional:
+        return {"action": argparse.BooleanOptionalAction}
+    if typing.get_origin(inner) is list and not optional:
+        (item,) = typing.get_args(inner)
+        return {"type": item, "nargs": "+", "metavar": _METAVARS[item]}
+    if inner not in _METAVARS:
+        raise TypeError(f"no command-line flag for field {f.name!r} of type {hint}")
+    if "choices" in f.metadata:
+        return {"type": _choice(f), "choices": f.metadata["choices"]}
+    metavar = _METAVARS[inner] + ("|none" if optional else "")
+    return {"type": _optional(inner) if optional else inner, "metavar": metavar}
+
+
+def _add_field_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per TrainConfig field; nested sections (league) get a help group."""
+    sections = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for path, f, hint in _leaf_fields(TrainConfig):
+        container: argparse._ActionsContainer = p
+        if len(path) > 1:
+            if path[0] not in groups:
+                groups[path[0]] = _section_group(p, sections[path[0]])
+            container = groups[path[0]]
+        container.add_argument(
+            _flag(path),
+            dest=_dest(path),
+            # Absent flags stay absent, so they never mask the config file or a resumed run.
+            default=argparse.SUPPRESS,
+            help=_field_help(f),
+            **_parse_options(f, hint),
+        )
+
+
+def _section_group(
+    p: argparse.ArgumentParser, f: dataclasses.Field[Any]
+) -> argparse._ArgumentGroup:
+    return p.add_argument_group(
+        f"{f.name} flags",
+        f"{_help_text(f)} Also settable as the `{f.name}:` mapping of --config; each flag "
+        "overrides one key of it.",
+    )
+
+
 def _train_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
         help="train players by self-play",
-        description="Train by self-play. Flags override values from --config.",
-    )
-    p.add_argument("--env", help=f"game: {', '.join(sorted(GAMES))} (default tictactoe)")
-    p.add_argument(
-        "--mode",
-        choices=["league", "selfplay"],
-        help="league (default): roles, PFSP, snapshots; selfplay: the plain baseline",
-    )
-    p.add_argument(
-        "--run-dir", help="directory for checkpoints and snapshots (default runs/default)"
-    )
-    p.add_argument("--stop-timesteps", type=int, help="stop after this many env steps in total")
-    p.add_argument("--stop-minutes", type=float, help="stop after this many minutes")
-    p.add_argument("--num-env-runners", type=int, help="env-runner actors (default 1)")
-    p.add_argument(
-        "--num-envs-per-env-runner", type=int, help="vectorized envs per runner (default 8)"
-    )
-    p.add_argument("--num-cpus", type=int, help="CPUs for the local Ray instance (default: all)")
-    p.add_argument("--seed", type=int, help="random seed (default 0)")
-    p.add_argument(
-        "--store",
-        help="league store: sqlite (default, a file in the run dir), sqlite:///path, "
-        "redis://[:password@]host:port/db, rediss://... (TLS)",
+        description="Train by self-play. Every TrainConfig field (league/config.py) is a "
+        "flag. A flag overrides --config, which overrides the stored config of a --resume'd "
+        "run, which overrides the defaults.",
     )
     p.add_argument("--config", help="YAML or TOML file with TrainConfig fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
@@ -61,6 +198,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with --address: return once the coordinator runs (query it with `league status`)",
     )
+    _add_field_flags(p)
 
 
 def _service_parsers(sub: argparse._SubParsersAction) -> None:
@@ -129,9 +267,7 @@ def _play_report_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="league", description="League self-play trainer for PettingZoo games."
-    )
+    parser = _Parser(prog="league", description="League self-play trainer for PettingZoo games.")
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _evaluate_parser(sub)
@@ -140,41 +276,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_TRAIN_FLAGS = (
-    "env",
-    "mode",
-    "store",
-    "run_dir",
-    "stop_timesteps",
-    "stop_minutes",
-    "num_env_runners",
-    "num_envs_per_env_runner",
-    "num_cpus",
-    "seed",
-)
+def _given_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The field flags given on the command line, nested like a config file."""
+    values: dict[str, Any] = {}
+    for path, _, _ in _leaf_fields(TrainConfig):
+        if hasattr(args, _dest(path)):
+            node = values
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = getattr(args, _dest(path))
+    return values
 
 
-def train_config_from_args(args: argparse.Namespace) -> Any:
-    from league.config import TrainConfig, load_config_file
-    from league.training.loop import resume_config
+def _overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """`top` over `base`; nested mappings merge key by key, so one league flag keeps the
+    other league settings of the config file."""
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _overlay(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
+
+def _resume_overrides(run_dir: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """resume_config replaces whole keys of the stored config; merge the nested league
+    mapping here so that overriding one league key keeps the run's others."""
+    run = RunDir(run_dir)
+    if "league" not in overrides or not run.config_file.is_file():
+        return overrides  # resume_config refuses a run dir that cannot be resumed
+    return _overlay(run.load_config(), overrides)
+
+
+def train_config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """Flags over the --config file over a resumed run's stored config over defaults."""
     values: dict[str, Any] = load_config_file(args.config) if args.config else {}
-    source = args.config or "command line"
-    flags = {k: getattr(args, k) for k in _TRAIN_FLAGS if getattr(args, k) is not None}
+    overrides = _overlay(values, _given_values(args))
     if args.resume:
-        run_dir = flags.get("run_dir") or values.get("run_dir") or TrainConfig.run_dir
-        return resume_config(run_dir, {**values, **flags})
-    return TrainConfig.from_dict({**values, **flags}, source=source)
+        from league.training.loop import resume_config  # imports Ray: only when resuming
+
+        run_dir = overrides.get("run_dir") or TrainConfig.run_dir
+        return resume_config(run_dir, _resume_overrides(run_dir, overrides))
+    return TrainConfig.from_dict(overrides, source=args.config or "command line")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from league.training.loop import train
-
-    cfg = train_config_from_args(args)
+    cfg = train_config_from_args(args)  # bad input fails here, before Ray is imported
     if args.address:
         return _train_on_cluster(cfg, args)
     if args.detach:
         raise CliError("--detach needs --address (a cluster to leave the coordinator on)")
+    from league.training.loop import train
+
     train(cfg, resume=args.resume)
     return 0
 
@@ -184,10 +338,8 @@ def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
 
     from league.training.coordinator import start_coordinator
 
-    try:
+    with _refuse(RuntimeError):
         actor = start_coordinator(cfg.to_dict(), args.resume, args.address)
-    except RuntimeError as err:
-        raise CliError(str(err)) from err
     print(f"league-coordinator started on {args.address} (namespace league)", flush=True)
     if args.detach:
         print("detached: follow it with `league status`, end it with `league stop`")
@@ -262,7 +414,6 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
 
 def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, dict[str, Any]]:
     """The registry from the league store (current ratings), or the snapshot files."""
-    from league.run import RunDir
     from league.snapshot import read_metadata
     from league.store import open_store
 
@@ -272,24 +423,27 @@ def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, d
         with open_store(store_url, run_dir) as store:
             return store.snapshots()
     rows = {}
-    for path in sorted((run_dir / "snapshots").glob("*@*")):
+    for path in RunDir(run_dir).snapshot_dirs():
         meta = read_metadata(path)
         rows[path.name] = {"role": meta.role, "rating": meta.rating, "step": meta.env_steps}
     return rows
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from league.snapshot import load_policy, save_snapshot
+    from league.snapshot import POLICY_PREFIX, load_policy, save_snapshot
     from league.snapshot.onnx import export_onnx
 
-    player = args.player if args.version is None else f"{args.player}@{args.version}"
+    player = args.player
+    if args.version is not None:
+        with _refuse(ValueError):
+            player = snapshot_id(args.player, args.version)
     source = _player_path(Path(args.run_dir), player)
     policy = load_policy(source)  # refuses a corrupt or foreign snapshot before writing
     out = Path(args.out)
     if args.format == "onnx":
         export_onnx(source, out)
     else:
-        weights = {f"policy_net.{k}": v.numpy() for k, v in policy.net.state_dict().items()}
+        weights = {POLICY_PREFIX + k: v.numpy() for k, v in policy.net.state_dict().items()}
         save_snapshot(out, weights, policy.meta)
     print(f"exported {player} ({policy.meta.game}) to {out} as {args.format}")
     return 0
@@ -308,10 +462,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if Path(args.opponent).is_dir():
         opponent = load_policy(args.opponent, game=game)
     else:
-        try:
+        with _refuse(ValueError):
             opponent = make_opponent(args.opponent, game)
-        except ValueError as err:
-            raise CliError(str(err)) from err
     mode = "sampled" if args.sample else "greedy"
     print(f"{args.player} ({mode}) vs {args.opponent} on {game}, {args.games} games per seat")
     records = evaluate(game, policy, opponent, args.games, greedy=not args.sample, seed=args.seed)
@@ -341,22 +493,18 @@ def cmd_play(args: argparse.Namespace) -> int:
     else:
         raise CliError("give --snapshot PATH, or --run-dir DIR (with --player)")
     policy = load_policy(path)
-    try:
+    with _refuse(ValueError):
         play(policy, policy.meta.game, args.seat, seed=args.seed)
-    except ValueError as err:
-        raise CliError(str(err)) from err
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from league.tools.report import ReportError, write_report
 
-    try:
+    with _refuse(ReportError):
         paths = write_report(
             Path(args.run_dir), Path(args.out) if args.out else None, top_n=args.top
         )
-    except ReportError as err:
-        raise CliError(str(err)) from err
     for path in paths:
         print(f"wrote {path}")
     return 0
@@ -366,7 +514,8 @@ def _player_path(run_dir: Path, player: str) -> Path:
     """A trainable player's latest weights, or a frozen snapshot by its id."""
     if not run_dir.is_dir():
         raise CliError(f"run dir {str(run_dir)!r} does not exist")
-    path = run_dir / "snapshots" / player if "@" in player else run_dir / "players" / player
+    with _refuse(ValueError):  # module_dir parses the id: a player or a snapshot
+        path = RunDir(run_dir).module_dir(player)
     if not path.is_dir():
         raise CliError(f"no player {player!r} in {str(run_dir)!r} (looked in {path})")
     return path
@@ -390,11 +539,9 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from league.config import ConfigError
     from league.snapshot import SnapshotError
     from league.store import StoreError
     from league.training.coordinator import CoordinatorNotFound
-    from league.training.loop import RunDirError
 
     try:
         return COMMANDS[args.command](args)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
-from league.cli import main
+from league.cli import build_parser, main, train_config_from_args
+from league.config import TrainConfig
+from league.run import RunDir
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -74,3 +77,36 @@ def test_evaluate_refuses_missing_run_dir_and_player(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["evaluate", "--run-dir", str(tmp_path), "--player", "main_7"]) == 2
     assert "no player 'main_7'" in capsys.readouterr().err
+
+
+def test_league_flag_value_is_checked_by_league_config(tmp_path, capsys):
+    argv = ["train", "--league.pfsp-weighting", "steep", "--run-dir", str(tmp_path / "r")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("league: error: league: pfsp_weighting must be one of")
+    assert len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_resume_precedence_flags_over_file_over_stored_config(tmp_path):
+    run = RunDir(tmp_path / "run")
+    run.checkpoints.mkdir(parents=True)
+    run.latest_file.write_text("{}")
+    stored = TrainConfig(seed=1, lr=0.01, num_epochs=3, league={"elo_k": 20.0, "max_snapshots": 9})
+    run.config_file.write_text(json.dumps(stored.to_dict()))
+    config = tmp_path / "cfg.yaml"
+    config.write_text("lr: 0.02\nleague:\n  active_set_size: 4\n")
+    argv = ["train", "--resume", "--run-dir", str(run.path), "--config", str(config)]
+    args = build_parser().parse_args([*argv, "--seed", "5", "--league.max-snapshots", "7"])
+    cfg = train_config_from_args(args)
+    assert cfg.seed == 5 and cfg.league.max_snapshots == 7  # flags
+    assert cfg.lr == 0.02 and cfg.league.active_set_size == 4  # config file
+    assert cfg.num_epochs == 3 and cfg.league.elo_k == 20.0  # stored config
+    assert cfg.gamma == TrainConfig().gamma  # default
+
+
+def test_export_refuses_a_malformed_player_id(tmp_path, capsys):
+    argv = ["export", "--run-dir", str(tmp_path), "--player", "main_0@1", "--version", "2"]
+    assert main([*argv, "--out", str(tmp_path / "x")]) == 2
+    assert "cannot snapshot a snapshot" in capsys.readouterr().err
+    assert main(["evaluate", "--run-dir", str(tmp_path), "--player", "../etc"]) == 2
+    assert "not a league module id: '../etc'" in capsys.readouterr().err

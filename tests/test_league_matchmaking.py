@@ -3,7 +3,6 @@ active-set chooser (preference, bounds, stability)."""
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections import Counter
 
@@ -13,7 +12,13 @@ import pytest
 from league.core.config import LeagueConfig
 from league.core.league import League
 from league.core.match import MatchRecord
-from league.core.matchmaking import MatchmakingPlan, build_plan, choose_active_set, snapshot_need
+from league.core.matchmaking import (
+    MatchmakingPlan,
+    build_plan,
+    choose_active_set,
+    next_plan,
+    snapshot_need,
+)
 
 N = 20_000
 _counter = iter(range(10**9))
@@ -74,7 +79,7 @@ def test_fallback_to_self_play_without_snapshots() -> None:
 def test_learners_are_uniform_and_weightable() -> None:
     league = League(cfg())
     rng = np.random.default_rng(3)
-    freq = frequencies([build_plan(league, []).sample_pairing(rng)[0] for _ in range(3000)])
+    freq = frequencies([build_plan(league, []).sample_learner(rng) for _ in range(3000)])
     for player in league.players:
         assert within(freq[player], 1 / 3, n=3000)
     plan = build_plan(league, [], learner_weights={"main_0": 3.0, "main_exploiter_0": 1.0})
@@ -126,7 +131,6 @@ def test_plan_never_names_a_module_outside_trainable_and_active(seed: int) -> No
     seen: set[str] = set()
     for _ in range(2000):
         seen |= set(plan.assign_seats(["player_0", "player_1"], rng).values())
-        seen |= set(plan.sample_pairing(rng))
     assert seen <= allowed
     assert seen & set(active)  # the active snapshots are actually used
 
@@ -153,11 +157,10 @@ def test_plan_rejects_outside_modules_and_bad_active_sets() -> None:
         build_plan(league, ["main_0@9"])
 
 
-def test_plan_pickles_and_round_trips_json() -> None:
+def test_plan_pickles_and_is_frozen() -> None:
     league = big_league(0)
     plan = build_plan(league, choose_active_set(league, np.random.default_rng(0)), iteration=7)
     assert pickle.loads(pickle.dumps(plan)) == plan
-    assert MatchmakingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
     with pytest.raises(AttributeError):
         plan.iteration = 8  # type: ignore[misc]
 
@@ -253,3 +256,59 @@ def test_small_need_changes_do_not_churn() -> None:
     assert choose_active_set(league, rng, active) == active
     league.record(results("main_0", "main_0@2", losses=40))  # now far more needed
     assert choose_active_set(league, rng, active) == ("main_0@2", "main_0@1")
+
+
+def _grown_league(seed: int) -> League:
+    """A league with several snapshots of every role and uneven results."""
+    rng = np.random.default_rng(seed)
+    league = League(cfg(active_set_size=4))
+    for iteration in range(4):
+        for player in league.players:
+            league.take_snapshot(player, iteration)
+    modules = list(league.module_ids())
+    matches = []
+    for player in league.players:
+        for other in rng.choice(modules, size=6, replace=False):
+            if other != player:
+                wins = int(rng.integers(0, 6))
+                matches += results(player, str(other), wins=wins, losses=5 - wins)
+    league.record(matches)
+    return league
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_plan_from_branches_equals_roles_on_the_restricted_view(seed) -> None:
+    """Restricting the full league's branches gives each learner exactly the mix
+    its role would compute on a league that holds only the active set."""
+    league = _grown_league(seed)
+    rng = np.random.default_rng(seed)
+    snapshots = list(league.snapshots)
+    for _ in range(5):
+        active = tuple(rng.choice(snapshots, size=int(rng.integers(0, 5)), replace=False))
+        plan = build_plan(league, active)
+        view = league.view(active)
+        for pid in league.players:
+            expected = league.role(pid).opponent_distribution(view)
+            got = plan.opponent_distribution(pid)
+            assert set(got) == set(expected), (pid, active)
+            for module, p in expected.items():
+                assert got[module] == pytest.approx(p, abs=1e-12)
+
+
+def test_next_plan_computes_each_role_mix_once(monkeypatch) -> None:
+    from league.core import roles
+
+    league = _grown_league(7)
+    calls = Counter()
+    for cls in (roles.MainAgent, roles.MainExploiter, roles.LeagueExploiter):
+        original = cls.opponent_branches
+
+        def counted(self, view, _original=original):
+            calls[self.player] += 1
+            return _original(self, view)
+
+        monkeypatch.setattr(cls, "opponent_branches", counted)
+    active, plan = next_plan(league, np.random.default_rng(0), iteration=3)
+    assert calls == Counter(dict.fromkeys(league.players, 1))
+    assert len(active) == league.cfg.active_set_size and plan.active_set == active
+    assert plan.iteration == 3 and plan.module_ids() == set(league.players) | set(active)

@@ -71,7 +71,7 @@ def test_self_play_is_not_recorded() -> None:
     table.update([match("a", "a", "win")])
     assert table.games("a", "a") == 0.0
     assert table.win_rate("a", "a") == 0.5
-    assert table.players() == set()
+    assert table.get_state() == {"entries": []}
 
 
 def test_n_player_record_scores_every_pair() -> None:
@@ -93,7 +93,7 @@ def test_remove_forgets_a_module() -> None:
     table = PayoffTable()
     table.update([match("a", "b", "win"), match("a", "c", "win"), match("b", "c", "win")])
     table.remove("a")
-    assert table.players() == {"b", "c"}
+    assert [entry[:2] for entry in table.get_state()["entries"]] == [["b", "c"]]
     assert table.games("a", "b") == 0.0
     assert table.games("b", "c") == 1.0
 

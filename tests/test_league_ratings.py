@@ -62,7 +62,7 @@ def test_self_play_does_not_move_ratings() -> None:
     elo = EloRatings()
     elo.update([match("a", "a", "win")])
     assert elo.rating("a") == 1000.0
-    assert "a" not in elo
+    assert "a" not in elo.as_dict()
 
 
 def test_n_player_uses_k_over_n_minus_one() -> None:

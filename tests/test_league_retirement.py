@@ -92,8 +92,8 @@ def test_league_retire_cleans_up_and_refuses_protected() -> None:
     with pytest.raises(ValueError, match="not a snapshot"):
         league.retire(["main_0"])
     league.retire([old])
-    assert old not in league.snapshots and old not in league.ratings
+    assert old not in league.snapshots and old not in league.ratings.as_dict()
     assert league.payoff.games("main_exploiter_0", old) == 0.0
     # A match against a snapshot retired while the episode ran is dropped.
     assert league.record([record("main_exploiter_0", old, "win", 1)]) == 0
-    assert old not in league.payoff.players()
+    assert all(old not in entry[:2] for entry in league.payoff.get_state()["entries"])

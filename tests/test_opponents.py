@@ -47,6 +47,14 @@ def play_game(env, policies: Mapping[str, Policy], rng: np.random.Generator) -> 
     return rewards
 
 
+def rewards_against_random(env, seat: str, policy: Policy, n_games: int, seed: int) -> list[float]:
+    """``policy``'s reward in ``seat`` over ``n_games`` against RandomPlayer in every other seat."""
+    rng = np.random.default_rng(seed)
+    policies = {a: RandomPlayer() for a in env.possible_agents}
+    policies[seat] = policy
+    return [play_game(env, policies, rng)[seat] for _ in range(n_games)]
+
+
 def random_positions(make_env, n_games: int, seed: int) -> list[Obs]:
     """Observations of the player to move along random games (both seats)."""
     rng = np.random.default_rng(seed)
@@ -248,6 +256,17 @@ def test_choose_action_samples_only_the_support() -> None:
     assert drawn == {1, 3}
 
 
+def test_choose_action_with_a_mask_never_picks_a_forbidden_action() -> None:
+    rng = np.random.default_rng(0)
+    leaky = np.array([0.7, 0.1, 0.0, 0.2])
+    mask = np.array([0, 1, 1, 1], dtype=np.int8)
+    assert choose_action(leaky, rng, greedy=True, mask=mask) == 3
+    assert {choose_action(leaky, rng, mask=mask) for _ in range(200)} == {1, 3}
+    assert choose_action(np.zeros(4), greedy=True, mask=mask) == 1  # lowest legal
+    with pytest.raises(ValueError, match="no legal action"):
+        choose_action(leaky, rng, mask=np.zeros(4, dtype=np.int8))
+
+
 # --- minimax ---------------------------------------------------------------
 
 
@@ -270,10 +289,7 @@ def test_minimax_support_is_exactly_the_optimal_moves() -> None:
 @pytest.mark.parametrize("minimax_seat", ["player_1", "player_2"])
 def test_minimax_never_loses_to_random(minimax_seat: str) -> None:
     env = tictactoe_v3.env()
-    rng = np.random.default_rng(5)
-    policies = {a: RandomPlayer() for a in env.possible_agents}
-    policies[minimax_seat] = MinimaxTicTacToe()
-    results = [play_game(env, policies, rng)[minimax_seat] for _ in range(200)]
+    results = rewards_against_random(env, minimax_seat, MinimaxTicTacToe(), n_games=200, seed=5)
     assert results.count(-1) == 0
     assert results.count(1) > 100  # it also punishes random play
 
@@ -292,10 +308,7 @@ def test_minimax_against_itself_always_draws() -> None:
 @pytest.mark.parametrize("search_seat", ["player_0", "player_1"])
 def test_connect_four_search_beats_random(search_seat: str) -> None:
     env = connect_four_v3.env()
-    rng = np.random.default_rng(7)
-    policies = {a: RandomPlayer() for a in env.possible_agents}
-    policies[search_seat] = ConnectFourSearch()
-    results = [play_game(env, policies, rng)[search_seat] for _ in range(100)]
+    results = rewards_against_random(env, search_seat, ConnectFourSearch(), n_games=100, seed=7)
     assert results.count(1) > 90
 
 

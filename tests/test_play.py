@@ -19,7 +19,6 @@ import pytest
 from envs.opponents import MinimaxTicTacToe, RandomPlayer
 from envs.registry import UnknownGameError
 from league.tools.play import (
-    greedy_action,
     parse_board_move,
     parse_rps_move,
     play,
@@ -53,19 +52,27 @@ def run(policy, game: str, lines: list[str], seat: str | None = None):
     return result, "\n".join(out), script
 
 
+def assert_shown(text: str, *expected: str) -> None:
+    missing = [line for line in expected if line not in text]
+    assert not missing, f"not shown: {missing}\n--- output ---\n{text}"
+
+
 def test_bad_input_is_reprompted_with_the_reason() -> None:
     # Minimax (greedy) answers the centre with the lowest optimal corner, 0.
     lines = ["", "abc", "9", "-1", "4.5", "4", "4", "0", "q"]
     result, text, script = run(MinimaxTicTacToe(), "tictactoe", lines)
-    assert "Please type a cell number (0-8), or q to quit." in text
-    assert "'abc' is not a number: type a cell number (0-8), or q to quit." in text
-    assert "Cell 9 is out of range: type a number from 0 to 8." in text
-    assert "Cell -1 is out of range" in text
-    assert "'4.5' is not a number" in text
-    assert "Computer (O) plays cell 0." in text
-    assert "Cell 4 is already taken: choose one of 1, 2, 3, 5, 6, 7, 8." in text
-    assert "Cell 0 is already taken" in text
-    assert "You quit: game abandoned." in text
+    assert_shown(
+        text,
+        "Please type a cell number (0-8), or q to quit.",
+        "'abc' is not a number: type a cell number (0-8), or q to quit.",
+        "Cell 9 is out of range: type a number from 0 to 8.",
+        "Cell -1 is out of range",
+        "'4.5' is not a number",
+        "Computer (O) plays cell 0.",
+        "Cell 4 is already taken: choose one of 1, 2, 3, 5, 6, 7, 8.",
+        "Cell 0 is already taken",
+        "You quit: game abandoned.",
+    )
     assert result == {"player_1": 0.0, "player_2": 0.0}
     # Every bad line was answered by asking again, for the same player.
     assert len(script.prompts) == len(lines)
@@ -92,9 +99,12 @@ def test_win_against_random_and_the_board_shows_every_move() -> None:
     # Random (greedy) takes the lowest empty cell: X4 O0 X8 O1 X2 O3 X6 wins.
     result, text, _ = run(RandomPlayer(), "tictactoe", ["4", "8", "2", "6"])
     assert result == {"player_1": 1.0, "player_2": -1.0}
-    assert "You win!" in text
-    assert "Final rewards: player_1 (you) +1, player_2 (computer) -1" in text
-    assert "You are X (player_1, moves first)." in text
+    assert_shown(
+        text,
+        "You win!",
+        "Final rewards: player_1 (you) +1, player_2 (computer) -1",
+        "You are X (player_1, moves first).",
+    )
     # First board: empty cells show their numbers.
     assert " 0 | 1 | 2\n---+---+---\n 3 | 4 | 5\n---+---+---\n 6 | 7 | 8" in text
     # After X4 and O0.
@@ -118,9 +128,12 @@ def test_connect_four_full_column_out_of_range_and_a_win() -> None:
     # column is full. Then the human stacks column 3 while random fills column 1.
     lines = ["0", "0", "0", "0", "7", "3", "3", "3", "3"]
     result, text, _ = run(RandomPlayer(), "connect_four", lines)
-    assert "Column 0 is full: choose one of 1, 2, 3, 4, 5, 6." in text
-    assert "Column 7 is out of range: type a number from 0 to 6." in text
-    assert "Computer (O) plays column 1." in text
+    assert_shown(
+        text,
+        "Column 0 is full: choose one of 1, 2, 3, 4, 5, 6.",
+        "Column 7 is out of range: type a number from 0 to 6.",
+        "Computer (O) plays column 1.",
+    )
     assert result == {"player_0": 1.0, "player_1": -1.0}
     assert "You win!" in text
     final = text.split("You (X) play column 3.")[-1].split("You win!")[0].strip("\n")
@@ -152,13 +165,16 @@ def test_rock_paper_scissors() -> None:
     # Random (greedy) always plays rock; paper wins every round.
     lines = ["", "lizard", "5", "s", *(["paper"] * 7), "1", "p", "0", *(["PAPER"] * 4)]
     result, text, script = run(RandomPlayer(), "rps", lines)
-    assert "Please type rock, paper or scissors (or 0, 1, 2), or q to quit." in text
-    assert "Unknown move 'lizard'" in text
-    assert "Move 5 is out of range" in text
-    assert "Round 1 of 15: you scissors, computer rock -> computer wins it." in text
-    assert "Round 2 of 15: you paper, computer rock -> you win it." in text
-    assert "Round 11 of 15: you rock, computer rock -> draw." in text
-    assert "Score: you +12, computer -12" in text
+    assert_shown(
+        text,
+        "Please type rock, paper or scissors (or 0, 1, 2), or q to quit.",
+        "Unknown move 'lizard'",
+        "Move 5 is out of range",
+        "Round 1 of 15: you scissors, computer rock -> computer wins it.",
+        "Round 2 of 15: you paper, computer rock -> you win it.",
+        "Round 11 of 15: you rock, computer rock -> draw.",
+        "Score: you +12, computer -12",
+    )
     assert result == {"player_0": 12.0, "player_1": -12.0}
     assert "You win!" in text
     assert script.prompts[0] == "Round 1 of 15, your move: "
@@ -186,13 +202,13 @@ class LeakyPolicy:
         return probs / probs.sum()
 
 
-def test_greedy_action_never_plays_illegal_moves() -> None:
-    mask = np.array([0, 1, 1, 0, 1, 0, 0, 0, 0], dtype=np.int8)
-    obs = {"observation": np.zeros((3, 3, 2), np.int8), "action_mask": mask}
-    assert greedy_action(LeakyPolicy(), obs) == 1
+def test_the_computer_never_plays_illegal_moves() -> None:
+    # Leaky puts 0.9 on cell 0; once X holds it, the computer takes the next best, 1.
+    _, text, _ = run(LeakyPolicy(), "tictactoe", ["0", "q"])
+    assert "Computer (O) plays cell 1." in text
     wrong_size = type("WrongSize", (), {"action_probs": lambda self, o: np.full(4, 0.25)})()
     with pytest.raises(ValueError, match="4 action probabilities for 9 actions"):
-        greedy_action(wrong_size, obs)
+        run(wrong_size, "tictactoe", ["0"])
 
 
 def test_parsers_and_renderers() -> None:
@@ -208,8 +224,8 @@ def test_parsers_and_renderers() -> None:
     assert render_connect_four(grid).splitlines()[-2] == " . . . X . . ."
 
 
-def test_real_process_with_piped_stdin() -> None:
-    """The default input/print on real pipes: what `league play` does in a shell."""
+def run_piped(stdin: str) -> subprocess.CompletedProcess[str]:
+    """``play`` with the default input/print, in a real process reading a pipe."""
     code = (
         "import sys\n"
         "from envs.opponents import RandomPlayer\n"
@@ -218,15 +234,20 @@ def test_real_process_with_piped_stdin() -> None:
         "print('RESULT', result['player_1'], result['player_2'])\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SDL_VIDEODRIVER": "dummy"}
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code],
-        input="oops\n4\n8\n2\n6\n",
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=ROOT,
         env=env,
         timeout=60,
     )
+
+
+def test_real_process_with_piped_stdin() -> None:
+    """The default input/print on real pipes: what `league play` does in a shell."""
+    done = run_piped("oops\n4\n8\n2\n6\n")
     assert done.returncode == 0, done.stderr
     assert "'oops' is not a number" in done.stdout
     assert "Your move (X), cell: " in done.stdout  # input()'s prompt reached stdout
@@ -235,15 +256,7 @@ def test_real_process_with_piped_stdin() -> None:
     assert done.stdout.rstrip().endswith("RESULT 1.0 -1.0")
 
     # Stdin closing mid-game (Ctrl-D, or a pipe that ends) is not a traceback.
-    early = subprocess.run(
-        [sys.executable, "-c", code],
-        input="4\n",
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=60,
-    )
+    early = run_piped("4\n")
     assert early.returncode == 0, early.stderr
     assert "Input closed: game abandoned." in early.stdout
     assert "Traceback" not in early.stderr

@@ -38,6 +38,7 @@ from league.snapshot import (
     space_to_json,
 )
 from league.snapshot import files as snap_mod
+from league.tools.evaluation import Episode
 from rlmodules.masked_policy import masked_policy_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,17 +74,16 @@ def random_positions(game: str, n: int, seed: int = 0) -> list[dict[str, np.ndar
     env = get_game(game).make()
     rng = np.random.default_rng(seed)
     positions: list[dict[str, np.ndarray]] = []
+
+    def random_move(obs: dict[str, np.ndarray]) -> int:
+        positions.append({k: np.array(v) for k, v in obs.items()})
+        return int(rng.choice(np.flatnonzero(obs["action_mask"])))
+
     episode = 0
     while len(positions) < n:
-        env.reset(seed=seed + episode)
+        choosers = dict.fromkeys(env.possible_agents, random_move)
+        Episode(env, choosers, seed + episode, turn_based=True).play()
         episode += 1
-        for _agent in env.agent_iter():
-            obs, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-                continue
-            positions.append({k: np.array(v) for k, v in obs.items()})
-            env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
     return positions[:n]
 
 
@@ -418,27 +418,27 @@ RAY_FREE_PLAYER = textwrap.dedent(
     import numpy as np
     from envs.registry import get_game
     from league.snapshot import load_policy
+    from league.tools.evaluation import Episode
 
     policy = load_policy(sys.argv[1], game="tictactoe")
     env = get_game("tictactoe").make()
     rng = np.random.default_rng(0)
-    positions = episode = 0
-    while positions < 200:
-        env.reset(seed=episode)
+    played = []
+
+    def legal_move(obs):
+        greedy = policy.act(obs, greedy=True)
+        sampled = policy.act(obs, greedy=False, rng=rng)
+        assert obs["action_mask"][greedy] == 1, (len(played), greedy)
+        assert obs["action_mask"][sampled] == 1, (len(played), sampled)
+        played.append(sampled)
+        return sampled
+
+    episode = 0
+    while len(played) < 200:
+        Episode(env, dict.fromkeys(env.possible_agents, legal_move), episode, turn_based=True).play()
         episode += 1
-        for _agent in env.agent_iter():
-            obs, _, terminated, truncated, _ = env.last()
-            if terminated or truncated:
-                env.step(None)
-                continue
-            greedy = policy.act(obs, greedy=True)
-            sampled = policy.act(obs, greedy=False, rng=rng)
-            assert obs["action_mask"][greedy] == 1, (positions, greedy)
-            assert obs["action_mask"][sampled] == 1, (positions, sampled)
-            positions += 1
-            env.step(sampled)
     assert "ray" not in sys.modules, sorted(m for m in sys.modules if m.startswith("ray"))
-    print("legal", positions)
+    print("legal", len(played))
     """
 )
 

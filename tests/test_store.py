@@ -14,6 +14,7 @@ import math
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -81,24 +82,14 @@ class LeagueRun:
         return self.league.get_state(), [r.to_dict() for r in records]
 
 
-def views_of(state: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "ratings": state["ratings"]["ratings"],
-        "snapshots": {s["id"]: s for s in state["snapshots"]},
-        "players": {p["id"]: p for p in state["players"]},
-        "payoff": [
-            [a, b, float(w), float(d), float(lo)] for a, b, w, d, lo in state["payoff"]["entries"]
-        ],
-    }
+def registry_of(state: dict[str, Any]) -> dict[str, Any]:
+    """What ``snapshots()`` must return for ``state``: the snapshots by id."""
+    return {s["id"]: s for s in sorted(state["snapshots"], key=lambda s: s["id"])}
 
 
-def store_views(store: LeagueStore) -> dict[str, Any]:
-    return {
-        "ratings": store.ratings(),
-        "snapshots": store.snapshots(),
-        "players": store.players(),
-        "payoff": store.payoff(),
-    }
+def kept_seqs(store: LeagueStore) -> list[int]:
+    """The seqs whose states the store still keeps (pruning and pins decide)."""
+    return [s for s in range(1, store.seq() + 1) if store.state(s) is not None]
 
 
 def tagged(matches: list[dict[str, Any]], seq: int) -> list[dict[str, Any]]:
@@ -152,8 +143,7 @@ def test_empty_store(store: LeagueStore) -> None:
     assert store.seq() == 0
     assert store.state() is None and store.state(1) is None
     assert store.matches() == [] and store.match_count() == 0
-    assert store_views(store) == {"ratings": {}, "snapshots": {}, "players": {}, "payoff": []}
-    assert store.state_seqs() == [] and store.pinned() is None
+    assert store.snapshots() == {}
 
 
 def test_commit_read_round_trip(store: LeagueStore) -> None:
@@ -166,7 +156,7 @@ def test_commit_read_round_trip(store: LeagueStore) -> None:
     assert League.from_state(LeagueConfig(), store.state()).get_state() == state
     assert store.matches() == tagged(matches, 1)
     assert store.match_count() == len(matches) == 4
-    assert store_views(store) == views_of(state)
+    assert store.snapshots() == registry_of(state)
     assert set(store.snapshots()) == {"main_0@0"}
 
 
@@ -181,7 +171,8 @@ def test_seq_increments_and_each_seq_keeps_its_state(store: LeagueStore) -> None
     assert [store.state(s) for s in (1, 2, 3)] == states
     assert states[0] != states[2]
     assert store.state() == states[2]
-    assert store_views(store) == views_of(states[2])
+    assert store.snapshots() == registry_of(states[2])
+    assert list(store.snapshots()) == ["main_0@0", "main_0@1", "main_0@2"]  # sorted by id
     assert [m["seq"] for m in store.matches()] == [1] * 4 + [2] * 4 + [3] * 4
 
 
@@ -224,8 +215,8 @@ def _state_nan(_m: list[dict[str, Any]], _old: list[dict[str, Any]]) -> tuple[An
     return {"players": [], "ratings": {"ratings": {"main_0": math.nan}}}, None
 
 
-def _state_bad_player(_m: list[dict[str, Any]], _old: list[dict[str, Any]]) -> tuple[Any, Any]:
-    return {"players": [{"role": "main"}]}, None
+def _state_not_a_dict(_m: list[dict[str, Any]], _old: list[dict[str, Any]]) -> tuple[Any, Any]:
+    return [{"players": []}], None
 
 
 @pytest.mark.parametrize(
@@ -237,7 +228,7 @@ def _state_bad_player(_m: list[dict[str, Any]], _old: list[dict[str, Any]]) -> t
         _match_without_id,
         _state_not_json,
         _state_nan,
-        _state_bad_player,
+        _state_not_a_dict,
     ],
 )
 def test_failed_commit_writes_nothing(store: LeagueStore, spoil: Callable[..., Any]) -> None:
@@ -253,9 +244,9 @@ def test_failed_commit_writes_nothing(store: LeagueStore, spoil: Callable[..., A
             expected_seq=1,
         )
     assert store.seq() == 1
-    assert store.state() == s1 and store.state(2) is None and store.state_seqs() == [1]
+    assert store.state() == s1 and store.state(2) is None and kept_seqs(store) == [1]
     assert store.matches() == tagged(m1, 1) and store.match_count() == len(m1)
-    assert store_views(store) == views_of(s1)
+    assert store.snapshots() == registry_of(s1)
     # Not wedged: the good commit goes through, every match counted once.
     assert store.commit(s2, m2, expected_seq=1) == 2
     assert store.match_count() == len(m1) + len(m2)
@@ -278,7 +269,7 @@ def test_matches_since_seq_in_commit_order(store: LeagueStore) -> None:
     assert store.match_count() == 5
 
 
-def test_rollback_restores_state_views_matches_and_seq(store: LeagueStore) -> None:
+def test_rollback_restores_state_matches_and_seq(store: LeagueStore) -> None:
     run = LeagueRun()
     committed = []
     for it in range(3):
@@ -289,18 +280,18 @@ def test_rollback_restores_state_views_matches_and_seq(store: LeagueStore) -> No
     store.rollback(1)
     assert store.seq() == 1
     assert store.state() == s1 and store.state(2) is None and store.state(3) is None
-    assert store_views(store) == views_of(s1)
+    assert store.snapshots() == registry_of(s1) and len(store.snapshots()) == 1
     assert store.matches() == tagged(m1, 1) and store.match_count() == len(m1)
     # The rolled-back matches are gone for good: replaying them is not a duplicate.
     s2b, _ = LeagueRun().iteration(0, n_matches=0)
     assert store.commit(s2b, m2, expected_seq=1) == 2
     assert store.matches(1) == tagged(m2, 2)
-    assert store_views(store) == views_of(s2b)
+    assert store.snapshots() == registry_of(s2b)
     with pytest.raises(StoreError, match="seq 9"):
         store.rollback(9)
     store.rollback(0)
     assert store.seq() == 0 and store.state() is None and store.matches() == []
-    assert store_views(store) == {"ratings": {}, "snapshots": {}, "players": {}, "payoff": []}
+    assert store.snapshots() == {} and store.match_count() == 0
 
 
 def test_pruning_keeps_last_states_and_the_pin(open_: Opener) -> None:
@@ -312,32 +303,40 @@ def test_pruning_keeps_last_states_and_the_pin(open_: Opener) -> None:
         store.commit(states[it + 1], matches, expected_seq=it)
         if it == 0:
             store.pin(1)
-    assert store.pinned() == 1
-    assert store.state_seqs() == [1, 4, 5, 6]
+    assert kept_seqs(store) == [1, 4, 5, 6]
     assert store.state(1) == states[1] and store.state(2) is None
     with pytest.raises(StoreError, match="pruned"):
         store.rollback(2)
     with pytest.raises(StoreError, match="pin seq 2"):
         store.pin(2)
     store.pin(5)  # replaces the pin: seq 1 is no longer protected
-    assert store.pinned() == 5 and store.state_seqs() == [4, 5, 6]
+    assert kept_seqs(store) == [4, 5, 6]
     for it in range(6, 9):
         states[it + 1], matches = run.iteration(it)
         store.commit(states[it + 1], matches, expected_seq=it)
-    assert store.state_seqs() == [5, 7, 8, 9]
+    assert kept_seqs(store) == [5, 7, 8, 9]
     assert store.match_count() == 9 * 4  # pruning states never prunes the match log
-    store.rollback(5)  # the checkpoint's seq is still reachable
-    assert store.seq() == 5 and store.state() == states[5] and store.pinned() == 5
-    assert store_views(store) == views_of(states[5])
+    store.rollback(5)  # the checkpoint's seq is still reachable, and stays pinned
+    assert store.seq() == 5 and store.state() == states[5]
+    assert store.snapshots() == registry_of(states[5])
+    for it in range(5, 9):
+        store.commit(*run.iteration(it), expected_seq=it)
+    assert kept_seqs(store) == [5, 7, 8, 9]
 
 
-def test_rollback_below_pin_clears_it(store: LeagueStore) -> None:
+def test_rollback_below_pin_clears_it(open_: Opener) -> None:
+    store = open_(keep_states=2)
     run = LeagueRun()
     for it in range(3):
         store.commit(*run.iteration(it), expected_seq=it)
     store.pin(3)
     store.rollback(2)
-    assert store.pinned() is None and store.state_seqs() == [1, 2]
+    assert kept_seqs(store) == [2]
+    # A new seq 3 is not protected by the old pin at 3: with no pin, only the
+    # last two states survive (a kept pin would have kept 3 as well).
+    for it in range(2, 5):
+        store.commit(*run.iteration(it), expected_seq=it)
+    assert kept_seqs(store) == [4, 5]
 
 
 def test_reopen_keeps_everything(open_: Opener) -> None:
@@ -351,12 +350,136 @@ def test_reopen_keeps_everything(open_: Opener) -> None:
     store.close()
     with pytest.raises(StoreError, match="closed"):
         store.seq()
-    with open_() as again:
-        assert again.seq() == 2 and again.pinned() == 1
+    with open_(keep_states=1) as again:
+        assert again.seq() == 2
         assert again.state(1) == s1 and again.state() == s2
         assert again.matches() == tagged(m1, 1) + tagged(m2, 2)
-        assert store_views(again) == views_of(s2)
+        assert again.snapshots() == registry_of(s2)
         assert again.commit(*run.iteration(2), expected_seq=2) == 3
+        assert kept_seqs(again) == [1, 3]  # the pin at 1 survived the reopen
+
+
+# -- schema ---------------------------------------------------------------------
+
+# Schema 1 as the previous code wrote it: the tables of today plus four views.
+SQLITE_SCHEMA_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER);
+CREATE TABLE states (seq INTEGER PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE matches (
+    pos INTEGER PRIMARY KEY, episode_id TEXT NOT NULL UNIQUE, seq INTEGER NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX matches_by_seq ON matches (seq, pos);
+CREATE TABLE players (id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE snapshots (id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE ratings (id TEXT PRIMARY KEY, rating REAL NOT NULL);
+CREATE TABLE payoff (
+    a TEXT NOT NULL, b TEXT NOT NULL, wins REAL NOT NULL, draws REAL NOT NULL,
+    losses REAL NOT NULL, PRIMARY KEY (a, b)
+);
+"""
+LEGACY_VIEWS = ("players", "snapshots", "ratings", "payoff")
+
+
+class LegacyStore:
+    """Writes and inspects a store at the byte level, below the store code: a
+    schema-1 store with one commit, as the previous code left it."""
+
+    def __init__(self, backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.backend = backend
+        self.path = tmp_path / "league.sqlite"
+        self.ns = f"legacy-{uuid.uuid4().hex[:8]}"
+        self.url = None if backend == "sqlite" else request.getfixturevalue("redis_server").url()
+
+    def write(self, state: dict[str, Any], matches: list[dict[str, Any]], schema: int) -> None:
+        data, stale = json.dumps(state), json.dumps({"id": "stale@0"})
+        if self.backend == "sqlite":
+            conn = sqlite3.connect(self.path)
+            conn.executescript(SQLITE_SCHEMA_1)
+            conn.executemany(
+                "INSERT INTO meta VALUES (?, ?)", [("schema", schema), ("seq", 1), ("pin", 1)]
+            )
+            conn.execute("INSERT INTO states VALUES (1, ?)", (data,))
+            conn.executemany(
+                "INSERT INTO matches (episode_id, seq, data) VALUES (?, 1, ?)",
+                [(m["episode_id"], json.dumps(m)) for m in matches],
+            )
+            conn.execute("INSERT INTO players VALUES ('stale', ?)", (stale,))
+            conn.execute("INSERT INTO snapshots VALUES ('stale@0', ?)", (stale,))
+            conn.execute("INSERT INTO ratings VALUES ('stale@0', 1.0)")
+            conn.execute("INSERT INTO payoff VALUES ('stale', 'stale@0', 1, 0, 0)")
+            conn.commit()
+            conn.close()
+        else:
+            r, p = redis.Redis.from_url(self.url), f"{{{self.ns}}}:"
+            r.mset({p + "schema": schema, p + "seq": 1, p + "pin": 1})
+            r.hset(p + "states", "1", data)
+            r.rpush(p + "matches:1", *[json.dumps(m) for m in matches])
+            r.hset(p + "match_ids", mapping={m["episode_id"]: 1 for m in matches})
+            r.hset(p + "players", "stale", stale)
+            r.hset(p + "snapshots", "stale@0", stale)
+            r.hset(p + "ratings", "stale@0", "1.0")
+            r.hset(p + "payoff", "stale\tstale@0", '["stale","stale@0",1.0,0.0,0.0]')
+            r.close()
+
+    def open(self, **kwargs: Any) -> LeagueStore:
+        if self.backend == "sqlite":
+            return open_store(f"sqlite://{self.path}", self.path.parent, **kwargs)
+        return open_store(self.url, self.path.parent, namespace=self.ns, **kwargs)
+
+    def layout(self) -> tuple[int, list[str]]:
+        """(recorded schema, legacy view tables / keys still present)."""
+        if self.backend == "sqlite":
+            conn = sqlite3.connect(self.path)
+            schema = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            conn.close()
+            return int(schema), [v for v in LEGACY_VIEWS if v in tables]
+        r, p = redis.Redis.from_url(self.url), f"{{{self.ns}}}:"
+        schema, present = int(r.get(p + "schema")), [v for v in LEGACY_VIEWS if r.exists(p + v)]
+        r.close()
+        return schema, present
+
+
+@pytest.fixture
+def legacy(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> LegacyStore:
+    return LegacyStore(backend, tmp_path, request)
+
+
+def test_new_store_records_schema_2_without_views(legacy: LegacyStore) -> None:
+    with legacy.open() as store:
+        store.commit(*LeagueRun().iteration(0), expected_seq=0)
+    assert legacy.layout() == (2, [])
+
+
+def test_schema_1_store_opens_reads_and_upgrades_at_first_write(legacy: LegacyStore) -> None:
+    run = LeagueRun()
+    s1, m1 = run.iteration(0)
+    legacy.write(s1, m1, schema=1)
+    with legacy.open(keep_states=1) as store:
+        assert store.seq() == 1 and store.state() == s1
+        assert store.matches() == tagged(m1, 1) and store.match_count() == len(m1)
+        assert store.snapshots() == registry_of(s1)  # from the state, not the stale view
+        # Reading changes nothing: older code still writing this store keeps working.
+        assert legacy.layout() == (1, list(LEGACY_VIEWS))
+        s2, m2 = run.iteration(1)
+        with pytest.raises(StoreError, match="duplicate"):
+            store.commit(s2, [*m2, m1[0]], expected_seq=1)
+        assert legacy.layout() == (1, list(LEGACY_VIEWS))  # a failed write upgrades nothing
+        assert store.commit(s2, m2, expected_seq=1) == 2
+        assert legacy.layout() == (2, [])
+        assert store.state(1) == s1  # the schema-1 pin still protects seq 1
+        assert store.matches(1) == tagged(m2, 2)
+    with legacy.open() as again:
+        assert again.seq() == 2 and again.state() == s2
+
+
+def test_unknown_schema_is_refused_at_open(legacy: LegacyStore) -> None:
+    legacy.write(*LeagueRun().iteration(0), schema=3)
+    with pytest.raises(StoreError, match="store schema 3 .written by a newer version") as err:
+        legacy.open()
+    assert "reads schemas 1, 2" in str(err.value)
+    assert legacy.layout()[0] == 3
 
 
 # -- open_store -----------------------------------------------------------------
@@ -445,7 +568,7 @@ def test_redis_namespaces_are_separate(redis_server: RedisServer, tmp_path: Path
     ):
         a.commit(*LeagueRun().iteration(0), expected_seq=0)
         assert a.seq() == 1 and a.match_count() == 4
-        assert b.seq() == 0 and b.match_count() == 0 and b.ratings() == {}
+        assert b.seq() == 0 and b.match_count() == 0 and b.snapshots() == {}
 
 
 @pytest.mark.parametrize("how", ["stop", "kill"])
@@ -463,11 +586,13 @@ def test_redis_data_survives_server_restart(tmp_path: Path, how: str) -> None:
         server.stop() if how == "stop" else server.kill()
         server.start()
         assert server.pid != old_pid
-        with open_store(server.url(), tmp_path) as store:
-            assert store.seq() == 2 and store.pinned() == 1
+        with open_store(server.url(), tmp_path, keep_states=1) as store:
+            assert store.seq() == 2
             assert store.state(1) == s1 and store.state() == s2
             assert store.matches() == tagged(m1, 1) + tagged(m2, 2)
-            assert store_views(store) == views_of(s2)
+            assert store.snapshots() == registry_of(s2)
+            store.commit(*run.iteration(2), expected_seq=2)
+            assert kept_seqs(store) == [1, 3]  # the pin survived the restart
 
 
 def test_redis_down_mid_run_retries_then_raises(tmp_path: Path) -> None:
@@ -620,4 +745,4 @@ def test_sqlite_commit_survives_sigkill_of_writer(tmp_path: Path) -> None:
     with open_store(None, tmp_path) as store:
         assert store.seq() == 1 and store.state() == state
         assert store.matches() == tagged(matches, 1)
-        assert store_views(store) == views_of(state)
+        assert store.snapshots() == registry_of(state)

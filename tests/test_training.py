@@ -149,3 +149,50 @@ def test_evaluate_command_prints_seats_intervals_and_exploitability(short_run):
         timeout=300,
     )
     assert bad.returncode == 2 and "valid opponents" in bad.stderr
+
+
+def test_progress_file_holds_one_typed_record_per_iteration(short_run):
+    from league.run import RunDir, read_progress
+
+    cfg, summary, _ = short_run
+    # (test_resume_continues_from_checkpoint may have appended one more iteration)
+    records = read_progress(RunDir(cfg.run_dir))[: summary.iterations]
+    assert [r.iteration for r in records] == list(range(1, summary.iterations + 1))
+    assert records[-1].env_steps == summary.env_steps
+    assert all(r.steps_per_s > 0 and r.learners[MAIN_PLAYER] for r in records)
+    assert records[1].eval is not None and set(records[1].eval) == {"random", "minimax"}
+    if cfg.mode == "league":
+        assert all(r.league is not None and "main_0" in r.league.ratings for r in records)
+        assert all(r.league.step_seconds > 0 and r.league.store_seq > 0 for r in records)
+    else:
+        assert all(r.league is None for r in records)
+
+
+def test_tensorboard_event_file_has_the_scalars(short_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from league.run import RunDir
+
+    cfg, summary, _ = short_run
+    events = EventAccumulator(str(RunDir(cfg.run_dir).tensorboard))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    expected = {
+        "throughput/env_steps_per_s",
+        f"learner/{MAIN_PLAYER}/policy_loss",
+        f"learner/{MAIN_PLAYER}/entropy",
+        "eval/random/player_1/wins",
+        "eval/minimax/player_2/losses",
+    }
+    if cfg.mode == "league":
+        expected |= {
+            "rating/main_0",
+            "league/size",
+            "league/active_set_size",
+            "league/store_write_seconds",
+            "role_win_rate/main",
+        }
+    assert expected <= tags, expected - tags
+    steps = [e.step for e in events.Scalars("throughput/env_steps_per_s")]
+    assert steps[: summary.iterations][-1] == summary.env_steps
+    assert steps == sorted(steps) and len(steps) >= summary.iterations

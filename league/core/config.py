@@ -227,11 +227,6 @@ class LeagueConfig:
             raise ValueError(f"unknown LeagueConfig fields: {unknown}")
         return cls(**data)
 
-    @classmethod
-    def help(cls) -> dict[str, str]:
-        """Field name -> help string, for CLIs and docs."""
-        return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
-
 
 def _check_int(cfg: LeagueConfig, name: str, minimum: int) -> None:
     value = getattr(cfg, name)

@@ -7,7 +7,8 @@ Typical coordinator iteration::
     decision = league.decide(rng)
     new_ids = league.apply(decision, iteration)  # then export/reset weights
     league.retire(retirement.retirements(league))
-    plan = matchmaking.next_plan(league, rng, active, iteration=iteration)
+    active = matchmaking.choose_active_set(league, rng, active)
+    plan = matchmaking.build_plan(league, active, iteration=iteration)
 
 A fresh league has no snapshots, so mains only self-play and no win-rate gate
 can open until the step budget; a coordinator that wants PFSP from the start

@@ -95,3 +95,12 @@ def pairwise_scores(record: MatchRecord) -> list[tuple[str, str, float]]:
             ra, rb = _RANK[record.outcomes[si]], _RANK[record.outcomes[sj]]
             out.append((a, b, 1.0 if ra > rb else 0.5 if ra == rb else 0.0))
     return out
+
+
+def outcomes_from_returns(returns: Mapping[str, float]) -> dict[str, Outcome]:
+    """Per seat: win if its return beats every other seat's, loss if below the best."""
+    outcomes: dict[str, Outcome] = {}
+    for seat, value in returns.items():
+        best_other = max(v for s, v in returns.items() if s != seat)
+        outcomes[seat] = "win" if value > best_other else "loss" if value < best_other else "draw"
+    return outcomes

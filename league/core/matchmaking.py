@@ -2,11 +2,13 @@
 
 Env runners hold the trainable players plus a bounded *active set* of frozen
 snapshots; a mapping function that names any other module crashes the env
-step. So the coordinator first chooses the active set, then builds a plan whose
-opponent distributions are the roles' distributions computed on a league view
-restricted to that set. Restricting the view (rather than dropping inactive
-opponents from the full distribution) keeps each role's branch mix intact: a
-main still gets its 35/50/15 split, PFSP just runs over fewer candidates.
+step. So once per iteration (``next_plan``) each role's opponent mix is computed
+on the full league as branches (``league.core.roles.Branch``), the active set is
+chosen from them, and the plan restricts each branch to that set. Restricting
+branch by branch (rather than dropping inactive opponents from the merged
+distribution) keeps each role's mix intact: a main still gets its 35/50/15
+split, PFSP just runs over fewer candidates, exactly as on a league view that
+holds only the active set.
 
 The plan is a small frozen object of tuples: cheap to pickle and broadcast, and
 it cannot drift from what the coordinator validated.
@@ -14,17 +16,16 @@ it cannot drift from what the coordinator validated.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from league.core.ids import is_player_id, is_snapshot_id
 from league.core.league import League
+from league.core.roles import Branch, mix
+from league.core.sampling import sample_index
 
 
 def _check_distribution(name: str, probs: Sequence[float]) -> None:
@@ -34,12 +35,6 @@ def _check_distribution(name: str, probs: Sequence[float]) -> None:
         raise ValueError(f"{name}: probabilities must be finite and >= 0: {probs}")
     if not math.isclose(math.fsum(probs), 1.0, abs_tol=1e-9):
         raise ValueError(f"{name}: probabilities must sum to 1: {probs}")
-
-
-def _sample(probs: Sequence[float], rng: np.random.Generator) -> int:
-    cumulative = list(itertools.accumulate(probs))
-    index = bisect.bisect_right(cumulative, rng.random() * cumulative[-1])
-    return min(index, len(probs) - 1)
 
 
 @dataclass(frozen=True)
@@ -95,16 +90,11 @@ class MatchmakingPlan:
         return dict(zip(self.opponents[i], self.opponent_probs[i], strict=True))
 
     def sample_learner(self, rng: np.random.Generator) -> str:
-        return self.learners[_sample(self.learner_probs, rng)]
+        return self.learners[sample_index(self.learner_probs, rng)]
 
     def sample_opponent(self, learner: str, rng: np.random.Generator) -> str:
         i = self.learners.index(learner)
-        return self.opponents[i][_sample(self.opponent_probs[i], rng)]
-
-    def sample_pairing(self, rng: np.random.Generator) -> tuple[str, str]:
-        """``(learner, opponent)`` for one episode."""
-        learner = self.sample_learner(rng)
-        return learner, self.sample_opponent(learner, rng)
+        return self.opponents[i][sample_index(self.opponent_probs[i], rng)]
 
     def assign_seats(self, seats: Sequence[str], rng: np.random.Generator) -> dict[str, str]:
         """Seat (agent id) -> module id for one episode.
@@ -122,33 +112,25 @@ class MatchmakingPlan:
             for k, seat in enumerate(seats)
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (for logs and the store)."""
-        return {
-            "iteration": self.iteration,
-            "active_set": list(self.active_set),
-            "learners": {
-                learner: {
-                    "prob": self.learner_probs[i],
-                    "opponents": dict(zip(self.opponents[i], self.opponent_probs[i], strict=True)),
-                }
-                for i, learner in enumerate(self.learners)
-            },
-        }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MatchmakingPlan:
-        learners = data["learners"]
-        return cls(
-            learners=tuple(learners),
-            learner_probs=tuple(float(v["prob"]) for v in learners.values()),
-            opponents=tuple(tuple(v["opponents"]) for v in learners.values()),
-            opponent_probs=tuple(
-                tuple(float(p) for p in v["opponents"].values()) for v in learners.values()
-            ),
-            active_set=tuple(data["active_set"]),
-            iteration=int(data["iteration"]),
-        )
+def opponent_branches(league: League) -> dict[str, list[Branch]]:
+    """Every player's opponent mix on the full league: computed once per iteration,
+    then used both to choose the active set and to build the plan on it."""
+    view = league.view()
+    return {pid: league.role(pid).opponent_branches(view) for pid in league.players}
+
+
+def next_plan(
+    league: League,
+    rng: np.random.Generator,
+    current_active: Iterable[str] = (),
+    *,
+    iteration: int = 0,
+) -> tuple[tuple[str, ...], MatchmakingPlan]:
+    """The active set for the next iteration and the plan on it."""
+    branches = opponent_branches(league)
+    active = choose_active_set(league, rng, current_active, branches=branches)
+    return active, build_plan(league, active, iteration=iteration, branches=branches)
 
 
 def build_plan(
@@ -157,12 +139,16 @@ def build_plan(
     *,
     iteration: int = 0,
     learner_weights: Mapping[str, float] | None = None,
+    branches: Mapping[str, list[Branch]] | None = None,
 ) -> MatchmakingPlan:
     """The plan for the current league with ``active_set`` loaded on runners.
 
-    Learners are weighted uniformly unless ``learner_weights`` says otherwise
-    (e.g. to give mains more episodes). No randomness: the plan is an exact
-    function of the league, and env runners sample from it.
+    Each role's branches are restricted to the trainable players and the active
+    set: a branch keeps its share (a main still gets its 35/50/15 split) and PFSP
+    just runs over fewer candidates. Learners are weighted uniformly unless
+    ``learner_weights`` says otherwise (e.g. to give mains more episodes). No
+    randomness: the plan is an exact function of the league, and env runners
+    sample from it.
     """
     active = tuple(active_set)
     if len(active) > league.cfg.active_set_size:
@@ -170,7 +156,10 @@ def build_plan(
             f"active set has {len(active)} members, more than active_set_size="
             f"{league.cfg.active_set_size}"
         )
-    view = league.view(active)
+    unknown = sorted(set(active) - set(league.snapshots))
+    if unknown:
+        raise ValueError(f"active set names unknown snapshots: {unknown}")
+    branches = branches if branches is not None else opponent_branches(league)
     learners = tuple(league.players)
     weights = [1.0] * len(learners)
     if learner_weights is not None:
@@ -181,10 +170,11 @@ def build_plan(
         if any(w < 0 or not math.isfinite(w) for w in weights) or sum(weights) <= 0:
             raise ValueError(f"learner_weights must be >= 0 with a positive sum: {weights}")
     total = math.fsum(weights)
+    allowed = set(learners) | set(active)
     opponents: list[tuple[str, ...]] = []
     probs: list[tuple[float, ...]] = []
     for pid in learners:
-        dist = league.role(pid).opponent_distribution(view)
+        dist = mix(branches[pid], allowed)
         norm = math.fsum(dist.values())
         opponents.append(tuple(dist))
         probs.append(tuple(p / norm for p in dist.values()))
@@ -198,20 +188,26 @@ def build_plan(
     )
 
 
-def snapshot_need(league: League) -> dict[str, float]:
+def snapshot_need(
+    league: League, branches: Mapping[str, list[Branch]] | None = None
+) -> dict[str, float]:
     """Snapshot -> the highest probability with which any player's role would
     pick it on the full league: how much matchmaking wants it loaded."""
-    view = league.view()
+    branches = branches if branches is not None else opponent_branches(league)
     need = dict.fromkeys(league.snapshots, 0.0)
     for pid in league.players:
-        for opponent, p in league.role(pid).opponent_distribution(view).items():
+        for opponent, p in mix(branches[pid]).items():
             if opponent in need:
                 need[opponent] = max(need[opponent], p)
     return need
 
 
 def choose_active_set(
-    league: League, rng: np.random.Generator, current: Iterable[str] = ()
+    league: League,
+    rng: np.random.Generator,
+    current: Iterable[str] = (),
+    *,
+    branches: Mapping[str, list[Branch]] | None = None,
 ) -> tuple[str, ...]:
     """At most ``active_set_size`` snapshots for env runners to hold.
 
@@ -224,7 +220,7 @@ def choose_active_set(
     their positions; newcomers take the freed slot or are appended.
     """
     cfg = league.cfg
-    need = snapshot_need(league)
+    need = snapshot_need(league, branches)
     tiebreak = {sid: float(u) for sid, u in zip(need, rng.random(len(need)), strict=True)}
 
     def key(sid: str) -> tuple[float, float]:

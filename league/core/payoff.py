@@ -79,10 +79,6 @@ class PayoffTable:
     def win_rates(self, a: str, opponents: Iterable[str]) -> list[float]:
         return [self.win_rate(a, b) for b in opponents]
 
-    def players(self) -> set[str]:
-        """Every module id that appears in the table."""
-        return {x for pair in self._wdl for x in pair}
-
     def remove(self, module_id: str) -> None:
         """Forget every result involving ``module_id`` (retired or reset: its
         past results no longer describe any live policy)."""

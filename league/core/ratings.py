@@ -31,9 +31,6 @@ class EloRatings:
         self.scale = scale
         self._ratings: dict[str, float] = {}
 
-    def __contains__(self, module_id: str) -> bool:
-        return module_id in self._ratings
-
     def rating(self, module_id: str) -> float:
         return self._ratings.get(module_id, self.initial)
 

@@ -1,11 +1,12 @@
-"""League roles and the league state they act on.
+"""League roles: whom each trainable player plays, when it snapshots, whether it resets.
 
 Roles follow AlphaStar (and DI-engine's league): each is a small stateless
 class that, given a read-only ``LeagueView`` (players, snapshots, payoff),
 says whom its player should play, whether it has earned a snapshot and whether
-it restarts afterwards. All mutable state lives in ``League``; roles are pure
-functions of the view (plus an explicit ``np.random.Generator``), which is
-what makes matchmaking testable without Ray.
+it restarts afterwards. All mutable state lives in ``League``
+(``league.core.league``); roles are pure functions of the view (plus an
+explicit ``np.random.Generator``), which is what makes matchmaking testable
+without Ray.
 
 - ``MainAgent``: the product. Mixes self-play against the current mains, PFSP
   over every snapshot, and PFSP over the snapshots it risks forgetting (main
@@ -16,24 +17,13 @@ what makes matchmaking testable without Ray.
   lineage is a fresh attempt.
 - ``LeagueExploiter``: finds weaknesses of the whole league by PFSP over all
   snapshots. Resets sometimes, to diversify without losing all progress.
-
-Typical coordinator iteration::
-
-    league.add_steps(steps_per_player)
-    league.record(matches)                     # once per iteration
-    decision = league.decide(rng)
-    new_ids = league.apply(decision, iteration)  # then export/reset weights
-    league.retire(retirement.retirements(league))
-    active = matchmaking.choose_active_set(league, rng, active)
-    plan = matchmaking.build_plan(league, active, iteration=iteration)
-
-A fresh league has no snapshots, so mains only self-play and no win-rate gate
-can open until the step budget; a coordinator that wants PFSP from the start
-takes a snapshot of each main at iteration 0 (``take_snapshot``).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -41,25 +31,50 @@ import numpy as np
 from league.core.config import LeagueConfig
 from league.core.ids import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, parse_module_id
 from league.core.model import LeagueView, Reset
-from league.core.pfsp import pfsp_probabilities
+from league.core.pfsp import pfsp_weights
+from league.core.sampling import sample_index
 
 
-def _add_pfsp(
-    dist: dict[str, float],
-    view: LeagueView,
-    player: str,
-    candidates: list[str],
-    mass: float,
-    weighting: str,
-) -> None:
-    probs = pfsp_probabilities(view.win_rates(player, candidates), weighting, view.cfg.pfsp_p)
-    for candidate, p in zip(candidates, probs, strict=True):
-        dist[candidate] = dist.get(candidate, 0.0) + mass * float(p)
+@dataclass(frozen=True)
+class Branch:
+    """One part of a role's opponent mix (e.g. the main's 50% of PFSP over all
+    snapshots): ``mass`` spread over ``weights``' candidates in proportion to their
+    weights. Restricted to the modules env runners hold, the branch keeps its mass:
+    it spreads it over the candidates still there (uniformly if all their weights
+    vanish), or over ``fallback`` (the current mains) when none is.
+    """
+
+    mass: float
+    weights: Mapping[str, float]
+    fallback: tuple[str, ...]
+
+    def resolve(self, allowed: Collection[str] | None = None) -> dict[str, float]:
+        """Opponent -> probability mass of this branch among ``allowed`` modules."""
+        present = [c for c in self.weights if allowed is None or c in allowed]
+        if not present:
+            return {c: self.mass / len(self.fallback) for c in self.fallback}
+        total = math.fsum(self.weights[c] for c in present)
+        if total <= 0.0:  # PFSP's rule: no candidate preferable, play them uniformly
+            return {c: self.mass / len(present) for c in present}
+        return {c: self.mass * self.weights[c] / total for c in present}
 
 
-def _add_uniform(dist: dict[str, float], candidates: list[str], mass: float) -> None:
-    for candidate in candidates:
-        dist[candidate] = dist.get(candidate, 0.0) + mass / len(candidates)
+def mix(branches: Iterable[Branch], allowed: Collection[str] | None = None) -> dict[str, float]:
+    """The opponent distribution of a role's branches, restricted to ``allowed``."""
+    dist: dict[str, float] = {}
+    for branch in branches:
+        if branch.mass <= 0.0:
+            continue
+        for candidate, p in branch.resolve(allowed).items():
+            dist[candidate] = dist.get(candidate, 0.0) + p
+    return {m: p for m, p in dist.items() if p > 0.0}
+
+
+def _pfsp(view: LeagueView, player: str, candidates: list[str], weighting: str) -> dict[str, float]:
+    if not candidates:
+        return {}
+    weights = pfsp_weights(view.win_rates(player, candidates), weighting, view.cfg.pfsp_p)
+    return {c: float(w) for c, w in zip(candidates, weights, strict=True)}
 
 
 class Role:
@@ -71,14 +86,20 @@ class Role:
         self.player = player
         self.cfg = cfg
 
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
-        """Opponent module id -> probability (positive, summing to 1)."""
+    def opponent_branches(self, view: LeagueView) -> list[Branch]:
+        """The role's opponent mix as branches (see ``Branch``)."""
         raise NotImplementedError
 
+    def opponent_distribution(
+        self, view: LeagueView, allowed: Collection[str] | None = None
+    ) -> dict[str, float]:
+        """Opponent module id -> probability (positive, summing to 1)."""
+        return mix(self.opponent_branches(view), allowed)
+
     def choose_opponent(self, view: LeagueView, rng: np.random.Generator) -> str:
+        """One opponent drawn from ``opponent_distribution``."""
         dist = self.opponent_distribution(view)
-        ids = list(dist)
-        return ids[int(rng.choice(len(ids), p=np.array(list(dist.values()))))]
+        return list(dist)[sample_index(list(dist.values()), rng)]
 
     def targets(self, view: LeagueView) -> list[str]:
         """The opponents this role is judged against by the snapshot gate."""
@@ -112,29 +133,22 @@ class Role:
 class MainAgent(Role):
     name = MAIN
 
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
+    def opponent_branches(self, view: LeagueView) -> list[Branch]:
         cfg = self.cfg
-        dist: dict[str, float] = {}
-        self_play = cfg.main_self_play_prob
-        everyone = view.snapshot_ids()
-        if everyone:
-            _add_pfsp(dist, view, self.player, everyone, cfg.main_pfsp_prob, cfg.pfsp_weighting)
-        else:
-            self_play += cfg.main_pfsp_prob
-        mains = view.snapshot_ids(role=MAIN)
-        rates = view.win_rates(self.player, mains)
+        mains = tuple(view.player_ids(MAIN))
+        main_snapshots = view.snapshot_ids(role=MAIN)
+        rates = view.win_rates(self.player, main_snapshots)
         forgotten = [
-            s for s, x in zip(mains, rates, strict=True) if x < cfg.main_forgotten_win_rate
+            s for s, x in zip(main_snapshots, rates, strict=True) if x < cfg.main_forgotten_win_rate
         ]
         forgotten += view.snapshot_ids(role=MAIN_EXPLOITER)
-        if forgotten:
-            _add_pfsp(
-                dist, view, self.player, forgotten, cfg.main_forgotten_prob, cfg.pfsp_weighting
-            )
-        else:
-            self_play += cfg.main_forgotten_prob
-        _add_uniform(dist, view.player_ids(MAIN), self_play)
-        return {m: p for m, p in dist.items() if p > 0.0}
+        everyone = view.snapshot_ids()
+        weighting = cfg.pfsp_weighting
+        return [
+            Branch(cfg.main_self_play_prob, dict.fromkeys(mains, 1.0), mains),
+            Branch(cfg.main_pfsp_prob, _pfsp(view, self.player, everyone, weighting), mains),
+            Branch(cfg.main_forgotten_prob, _pfsp(view, self.player, forgotten, weighting), mains),
+        ]
 
     def targets(self, view: LeagueView) -> list[str]:
         return view.snapshot_ids()
@@ -143,21 +157,19 @@ class MainAgent(Role):
 class MainExploiter(Role):
     name = MAIN_EXPLOITER
 
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
+    def opponent_branches(self, view: LeagueView) -> list[Branch]:
         cfg = self.cfg
-        dist: dict[str, float] = {}
         mains = view.player_ids(MAIN)
+        branches = []
         for main in mains:
             share = 1.0 / len(mains)
             history = view.snapshot_ids(role=MAIN, player=main)
-            if not history:
-                _add_uniform(dist, [main], share)
-                continue
             losing = view.payoff.win_rate(self.player, main) < cfg.main_exploiter_switch_win_rate
-            q = 1.0 if losing else cfg.main_exploiter_pfsp_prob
-            _add_uniform(dist, [main], share * (1.0 - q))
-            _add_pfsp(dist, view, self.player, history, share * q, cfg.main_exploiter_weighting)
-        return {m: p for m, p in dist.items() if p > 0.0}
+            q = (1.0 if losing else cfg.main_exploiter_pfsp_prob) if history else 0.0
+            weights = _pfsp(view, self.player, history, cfg.main_exploiter_weighting)
+            branches.append(Branch(share * (1.0 - q), {main: 1.0}, (main,)))
+            branches.append(Branch(share * q, weights, (main,)))
+        return branches
 
     def targets(self, view: LeagueView) -> list[str]:
         return view.player_ids(MAIN)
@@ -173,14 +185,9 @@ class MainExploiter(Role):
 class LeagueExploiter(Role):
     name = LEAGUE_EXPLOITER
 
-    def opponent_distribution(self, view: LeagueView) -> dict[str, float]:
-        dist: dict[str, float] = {}
-        everyone = view.snapshot_ids()
-        if everyone:
-            _add_pfsp(dist, view, self.player, everyone, 1.0, self.cfg.pfsp_weighting)
-        else:
-            _add_uniform(dist, view.player_ids(MAIN), 1.0)
-        return {m: p for m, p in dist.items() if p > 0.0}
+    def opponent_branches(self, view: LeagueView) -> list[Branch]:
+        weights = _pfsp(view, self.player, view.snapshot_ids(), self.cfg.pfsp_weighting)
+        return [Branch(1.0, weights, tuple(view.player_ids(MAIN)))]
 
     def targets(self, view: LeagueView) -> list[str]:
         return view.snapshot_ids()

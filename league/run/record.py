@@ -27,10 +27,10 @@ class LeagueRecord:
     matches: int
     new_snapshots: list[str]
     retired: list[str]
-    resets: list[str]
     ratings: dict[str, float]
     role_scores: dict[str, float]
-    step_seconds: float
+    resets: list[str] = field(default_factory=list)
+    step_seconds: float = 0.0
     """The league's own time: drain, record, decide, export, push (not algo.train())."""
     store_seq: int = 0
     store_seconds: float = 0.0
@@ -43,7 +43,7 @@ class IterationRecord:
     """Total env steps of the run so far."""
     seconds: float
     """Wall time of `algo.train()` (sampling and learner updates)."""
-    steps_per_s: float
+    steps_per_s: float = 0.0
     episodes: int = 0
     episode_len_mean: float | None = None
     first_seat_return: float | None = None

@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.registry import UnknownGameError, game_spaces
+from league.core.ids import parse_module_id
 from rlmodules.networks import ACTIVATIONS
 
 FORMAT_VERSION = 1
@@ -187,7 +188,7 @@ def _check_model_config(config: Mapping[str, Any], source: str) -> tuple[list[in
 def player_metadata(
     game: str, model_config: Mapping[str, Any], player: str, env_steps: int
 ) -> SnapshotMetadata:
-    """Metadata of a player's weights in `game` (role read from the `<role>_<n>` id)."""
+    """Metadata of a player's weights in `game`; the role is parsed from its module id."""
     obs_space, act_space = game_spaces(game)
     return SnapshotMetadata(
         game=game,
@@ -195,7 +196,7 @@ def player_metadata(
         action_space=space_to_json(act_space),
         model_config=dict(model_config),
         player=player,
-        role=player.split("@")[0].rsplit("_", 1)[0],
+        role=parse_module_id(player).role,
         env_steps=int(env_steps),
     )
 

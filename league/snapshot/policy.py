@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from envs.opponents import choose_action
 from league.snapshot.format import (
     POLICY_PREFIX,
     SnapshotError,
@@ -72,12 +73,8 @@ class SnapshotPolicy:
         greedy: bool = True,
         rng: np.random.Generator | None = None,
     ) -> int:
-        probs = self.action_probs(obs)
-        if greedy:
-            return int(np.argmax(probs))
-        rng = rng or np.random.default_rng()
-        # The softmax ran in float32: its sum can miss 1 by more than numpy accepts.
-        return int(rng.choice(len(probs), p=probs / probs.sum()))
+        """The argmax action, or one sampled with ``rng`` (fresh if None)."""
+        return choose_action(self.action_probs(obs), rng, greedy)
 
 
 def _load_weights(

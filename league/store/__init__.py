@@ -10,12 +10,10 @@ from league.store.base import (
     SUPPORTED_SCHEMES,
     LeagueStore,
     RetryPolicy,
-    StateViews,
     StoreConflictError,
     StoreError,
     StoreUnavailableError,
-    _redacted,
-    state_views,
+    redacted_url,
 )
 from league.store.sqlite import SQLiteStore
 
@@ -46,7 +44,9 @@ def open_store(
     if scheme == "sqlite":
         parts = urlsplit(url)
         if parts.netloc:
-            raise StoreError(f"sqlite URL must be sqlite:///path (no host), got {_redacted(url)!r}")
+            raise StoreError(
+                f"sqlite URL must be sqlite:///path (no host), got {redacted_url(url)!r}"
+            )
         path = Path(parts.path) if parts.path else RunDir(run_dir).store_file
         return SQLiteStore(path, keep_states=keep_states)
     if scheme in ("redis", "rediss"):
@@ -54,7 +54,7 @@ def open_store(
 
         return RedisStore(url, namespace=namespace, keep_states=keep_states, retry=retry)
     raise StoreError(
-        f"unsupported store URL scheme {scheme or '(none)'!r} in {_redacted(url)!r}; "
+        f"unsupported store URL scheme {scheme or '(none)'!r} in {redacted_url(url)!r}; "
         f"supported: {', '.join(SUPPORTED_SCHEMES)} (or None for the run dir's store file)"
     )
 
@@ -69,7 +69,6 @@ __all__ = [
     "StoreConflictError",
     "StoreError",
     "StoreUnavailableError",
-    "StateViews",
     "open_store",
-    "state_views",
+    "redacted_url",
 ]

@@ -1,12 +1,14 @@
 """The durable league store: league state, match log and sequence number.
 
 The coordinator writes one ``commit`` per training iteration: the whole league
-state (``League.get_state()``), the iteration's matches (``MatchRecord.to_dict()``)
-and, derived from the state, queryable current views (players, snapshot
-registry, ratings, payoff entries). Every commit bumps a sequence number; an
-algorithm checkpoint records the seq it was taken at and ``pin``s it, so a
-restarted coordinator can ``rollback`` to exactly that seq and resume with league
-state and weights that agree.
+state (``LeagueDriver.get_state()``: ``League.get_state()`` plus the driver's
+own) and the iteration's matches (``MatchRecord.to_dict()``). Every commit bumps
+a sequence number; an algorithm checkpoint records the seq it was taken at and
+``pin``s it, so a restarted coordinator can ``rollback`` to exactly that seq and
+resume with league state and weights that agree.
+
+Readers (``league report``, ``league snapshots``) take what they need from the
+committed state (``state()``): the store keeps no separate per-table views of it.
 
 Two backends share one contract (``tests/test_store.py`` runs the same suite on
 both):
@@ -39,7 +41,21 @@ from urllib.parse import urlsplit
 DEFAULT_KEEP_STATES = 20
 DEFAULT_NAMESPACE = "league"
 SUPPORTED_SCHEMES: tuple[str, ...] = ("sqlite", "redis", "rediss")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Store layout version, recorded in the store (SQLite ``meta``, Redis ``{ns}:schema``).
+
+- 1: also kept the views players / snapshots / ratings / payoff (SQLite tables,
+  Redis hashes), rewritten on every commit. Still opened: reads ignore the view
+  tables, and the first write (commit, rollback, pin) drops them and records
+  schema 2 in the same transaction. A reader alone never changes the store, so
+  ``league report`` on a run still trained by older code cannot break it.
+- 2: seq, pin, states and the match log only.
+
+Code that knows schema 1 only refuses a schema-2 store at open ("has schema 2,
+expected 1"); any schema other than these two is refused here the same way.
+"""
+LEGACY_SCHEMAS: tuple[int, ...] = (1,)
+"""Schemas this code opens and upgrades to ``SCHEMA_VERSION`` at the first write."""
 
 
 class StoreError(ValueError):
@@ -94,53 +110,42 @@ class RetryPolicy:
         return (self.retries + 1) * per_attempt + sum(self.sleeps())
 
 
-@dataclass(frozen=True)
-class StateViews:
-    """The queryable current views, derived from one league state."""
-
-    players: dict[str, dict[str, Any]]
-    snapshots: dict[str, dict[str, Any]]
-    ratings: dict[str, float]
-    payoff: list[list[Any]]
-    """``[a, b, wins, draws, losses]`` with ``a < b``, as ``PayoffTable.get_state``."""
-
-
-def state_views(state: Mapping[str, Any]) -> StateViews:
-    """Extract the views from a ``League.get_state()`` dict.
-
-    Done by both backends before writing anything, so a malformed state fails
-    the commit cleanly. Missing sections give empty views (a store can hold a
-    state from an older format without refusing it).
-    """
+def check_state(state: Any) -> Mapping[str, Any]:
+    """The state to commit must be a JSON object (``state()`` returns a dict);
+    whether it is JSON-able is checked by ``dumps``. Done before any I/O."""
     if not isinstance(state, Mapping):
         raise StoreError(f"state must be a dict, got {type(state).__name__}")
-    try:
-        players = _by_id(state.get("players", []), "players")
-        snapshots = _by_id(state.get("snapshots", []), "snapshots")
-        ratings_raw = state.get("ratings", {}).get("ratings", {})
-        ratings = {str(k): float(v) for k, v in ratings_raw.items()}
-        payoff: list[list[Any]] = []
-        for entry in state.get("payoff", {}).get("entries", []):
-            a, b, w, d, lo = entry
-            payoff.append([str(a), str(b), float(w), float(d), float(lo)])
-    except StoreError:
-        raise
-    except (AttributeError, TypeError, ValueError) as err:
-        raise StoreError(f"malformed league state: {err}") from err
-    return StateViews(players, snapshots, ratings, payoff)
+    return state
 
 
-def _by_id(items: Sequence[Mapping[str, Any]], section: str) -> dict[str, dict[str, Any]]:
+def check_schema(schema: int, where: str) -> None:
+    """Refuse a store whose layout this code does not know."""
+    if schema != SCHEMA_VERSION and schema not in LEGACY_SCHEMAS:
+        known = ", ".join(map(str, sorted({SCHEMA_VERSION, *LEGACY_SCHEMAS})))
+        newer = " (written by a newer version of this code?)" if schema > SCHEMA_VERSION else ""
+        raise StoreError(
+            f"{where} has store schema {schema}{newer}; this code reads schemas {known}"
+        )
+
+
+def snapshot_registry(state: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Snapshot id -> snapshot dict from a committed state, sorted by id; empty
+    for no state or a state without snapshots."""
+    if state is None:
+        return {}
+    snapshots = state.get("snapshots", [])
+    if not isinstance(snapshots, Sequence) or isinstance(snapshots, (str, bytes)):
+        raise StoreError(f"stored state: 'snapshots' is not a list: {snapshots!r:.80}")
     out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-            raise StoreError(f"state[{section!r}]: every entry needs a str 'id', got {item!r}")
-        out[item["id"]] = dict(item)
-    return out
+    for snap in snapshots:
+        if not isinstance(snap, Mapping) or not isinstance(snap.get("id"), str):
+            raise StoreError(f"stored state: a snapshot without a str 'id': {snap!r:.80}")
+        out[snap["id"]] = dict(snap)
+    return dict(sorted(out.items()))
 
 
 # One encoder, reused: ``json.dumps`` with non-default options builds a new
-# encoder per call, which dominated the cost of the ~5000 small view rows.
+# encoder per call.
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 
 
@@ -196,11 +201,12 @@ class LeagueStore(abc.ABC):
         self, state: Mapping[str, Any], matches: Sequence[Mapping[str, Any]], *, expected_seq: int
     ) -> int:
         """Atomically write ``state`` under seq ``expected_seq + 1``, append
-        ``matches`` tagged with it, refresh the views and prune old states.
+        ``matches`` tagged with it and prune old states.
 
         Raises ``StoreConflictError`` if the store is not at ``expected_seq``,
-        ``StoreError`` for a duplicate episode id or a non-JSON-able value; in
-        every failure case nothing is written. Returns the new seq.
+        ``StoreError`` for a duplicate episode id, a state that is not a dict or
+        a non-JSON-able value; in every failure case nothing is written.
+        Returns the new seq.
         """
 
     @abc.abstractmethod
@@ -215,46 +221,28 @@ class LeagueStore(abc.ABC):
     @abc.abstractmethod
     def rollback(self, to_seq: int) -> None:
         """Atomically delete everything newer than ``to_seq`` (states,
-        matches) and restore the views and seq to ``to_seq``. ``to_seq`` must
-        be 0 (empty store) or a seq whose state is still kept."""
+        matches) and restore the seq to ``to_seq``. ``to_seq`` must be 0
+        (empty store) or a seq whose state is still kept."""
 
     @abc.abstractmethod
     def pin(self, seq: int) -> None:
         """Protect the state at ``seq`` from pruning (the seq of the latest
-        algorithm checkpoint). Replaces the previous pin."""
-
-    @abc.abstractmethod
-    def pinned(self) -> int | None:
-        """The pinned seq, if any."""
-
-    @abc.abstractmethod
-    def state_seqs(self) -> list[int]:
-        """The seqs whose states are kept, ascending."""
+        algorithm checkpoint). Replaces the previous pin; a rollback below the
+        pinned seq clears it."""
 
     @abc.abstractmethod
     def matches(self, since_seq: int = 0) -> list[dict[str, Any]]:
         """Matches committed after ``since_seq``, in commit order, each with a
-        ``"seq"`` key added."""
+        ``"seq"`` key added: the only reader of the match log."""
 
     @abc.abstractmethod
     def match_count(self) -> int:
         """Number of matches in the log."""
 
-    @abc.abstractmethod
-    def ratings(self) -> dict[str, float]:
-        """Current rating per module id."""
-
-    @abc.abstractmethod
     def snapshots(self) -> dict[str, dict[str, Any]]:
-        """Current snapshot registry: snapshot id -> snapshot dict."""
-
-    @abc.abstractmethod
-    def players(self) -> dict[str, dict[str, Any]]:
-        """Current trainable players: player id -> player dict."""
-
-    @abc.abstractmethod
-    def payoff(self) -> list[list[Any]]:
-        """Current payoff entries ``[a, b, wins, draws, losses]``, sorted."""
+        """The snapshot registry of the latest state: snapshot id -> snapshot
+        dict (``rating`` is its current rating), sorted by id."""
+        return snapshot_registry(self.state())
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -278,7 +266,7 @@ def _check_seq_arg(value: int, name: str) -> int:
     return value
 
 
-def _redacted(url: str) -> str:
+def redacted_url(url: str) -> str:
     """``url`` without its password, for error messages."""
     parts = urlsplit(url)
     if parts.password is None:

@@ -9,12 +9,15 @@ Keys, all under the hash tag ``{<namespace>}`` (so several leagues share one
 Redis, and a Redis Cluster proxy keeps every key of a league on one slot, which
 MULTI/EXEC needs):
 
+- ``{ns}:schema``: the store layout version (``base.SCHEMA_VERSION``);
 - ``{ns}:seq``, ``{ns}:pin``: integers; ``{ns}:token``: id of the last commit;
 - ``{ns}:states``: hash seq -> state JSON (the last ``keep_states`` + the pin);
 - ``{ns}:matches:<seq>``: list of match JSON committed at that seq, in order;
-- ``{ns}:match_ids``: hash episode_id -> seq (dedupe and ``match_count``);
-- ``{ns}:players`` / ``snapshots`` / ``ratings`` / ``payoff``: the views (hashes
-  by module id; payoff by ``a<TAB>b`` -> ``[a, b, wins, draws, losses]``).
+- ``{ns}:match_ids``: hash episode_id -> seq (dedupe and ``match_count``).
+
+Schema 1 also kept view hashes ``{ns}:players`` / ``snapshots`` / ``ratings`` /
+``payoff``; a schema-1 namespace opens, and the first write deletes them and
+sets ``{ns}:schema`` to 2 in its MULTI/EXEC.
 
 Writes read what they need under ``WATCH {ns}:seq`` and then apply everything in
 one MULTI/EXEC: another writer's commit changes the seq and aborts ours, and a
@@ -58,15 +61,15 @@ from league.store.base import (
     SCHEMA_VERSION,
     LeagueStore,
     RetryPolicy,
-    StateViews,
     StoreConflictError,
     StoreError,
     StoreUnavailableError,
     _check_seq_arg,
+    check_schema,
+    check_state,
     dumps,
     match_episode_ids,
     prunable,
-    state_views,
 )
 
 log = logging.getLogger(__name__)
@@ -127,8 +130,7 @@ class RedisStore(LeagueStore):
         self._k_seq, self._k_pin, self._k_token = p + "seq", p + "pin", p + "token"
         self._k_schema, self._k_states, self._k_ids = p + "schema", p + "states", p + "match_ids"
         self._k_matches = p + "matches:"
-        self._k_players, self._k_snapshots = p + "players", p + "snapshots"
-        self._k_ratings, self._k_payoff = p + "ratings", p + "payoff"
+        self._k_legacy_views = [p + name for name in ("players", "snapshots", "ratings", "payoff")]
         try:
             # The client itself never retries (retries=0): our loop retries whole
             # operations, which is what keeps WATCH/MULTI/EXEC meaningful.
@@ -171,12 +173,11 @@ class RedisStore(LeagueStore):
         except TypeError as err:  # connections are made lazily: bad URL options land here
             self._r.close()
             raise StoreError(f"bad option in redis URL for {self.location}: {err}") from None
-        if schema != SCHEMA_VERSION:
+        try:
+            check_schema(schema, f"redis at {self.location} namespace {self.namespace!r}")
+        except StoreError:
             self._r.close()
-            raise StoreError(
-                f"redis at {self.location} namespace {self.namespace!r} has store schema "
-                f"{schema}, expected {SCHEMA_VERSION}"
-            )
+            raise
         try:
             aof = self._r.config_get("appendonly").get("appendonly")
         except RedisError:  # CONFIG is often disabled on managed Redis: nothing to say
@@ -223,25 +224,14 @@ class RedisStore(LeagueStore):
         except RedisError as err:  # e.g. OOM, NOPERM: retrying will not help
             raise StoreError(f"redis at {self.location} refused {what}: {err}") from err
 
-    def _queue_views(self, pipe: Any, views: StateViews) -> None:
-        """Replace the four view hashes (inside the caller's MULTI)."""
-        pipe.delete(self._k_players, self._k_snapshots, self._k_ratings, self._k_payoff)
-        maps = {
-            self._k_players: {k: dumps(v, f"player {k!r}") for k, v in views.players.items()},
-            self._k_snapshots: {k: dumps(v, f"snapshot {k!r}") for k, v in views.snapshots.items()},
-            self._k_ratings: {k: repr(v) for k, v in views.ratings.items()},
-            # Field "a<TAB>b" (cheap to build, readable in redis-cli), value the
-            # whole entry: 3000 entries at league size 1000 made JSON field
-            # names a visible share of the commit time.
-            self._k_payoff: {f"{e[0]}\t{e[1]}": dumps(e, "payoff entry") for e in views.payoff},
-        }
-        if any("\t" in e[0] or "\t" in e[1] for e in views.payoff):
-            raise StoreError("payoff module ids must not contain a tab")
-        if len(maps[self._k_payoff]) != len(views.payoff):
-            raise StoreError("duplicate payoff pair in state")
-        for key, mapping in maps.items():
-            if mapping:
-                pipe.hset(key, mapping=mapping)
+    def _queue_upgrade(self, pipe: Any, schema: str | None) -> None:
+        """Schema 1 -> 2 inside the caller's MULTI: drop the view hashes (derived
+        data, nothing is lost). ``schema`` was read before MULTI."""
+        if schema is not None and int(schema) == SCHEMA_VERSION:
+            return
+        check_schema(int(schema or SCHEMA_VERSION), f"redis namespace {self.namespace!r}")
+        pipe.delete(*self._k_legacy_views)
+        pipe.set(self._k_schema, SCHEMA_VERSION)
 
     def _read_lists(self, seqs: Sequence[int]) -> list[list[str]]:
         """Match lists of ``seqs``, batched in pipelines."""
@@ -260,7 +250,7 @@ class RedisStore(LeagueStore):
     ) -> int:
         _check_seq_arg(expected_seq, "expected_seq")
         # Everything that can fail on bad input fails here, before any I/O.
-        views = state_views(state)
+        check_state(state)
         if isinstance(matches, (str, bytes, Mapping)):
             raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
         matches = list(matches)  # a generator would be spent by the id check
@@ -297,12 +287,13 @@ class RedisStore(LeagueStore):
                         )
                 kept = [int(s) for s in pipe.hkeys(self._k_states)]
                 pin = pipe.get(self._k_pin)
+                schema = pipe.get(self._k_schema)
                 pipe.multi()
+                self._queue_upgrade(pipe, schema)
                 pipe.hset(self._k_states, str(new), state_json)
                 if ids:
                     pipe.rpush(f"{self._k_matches}{new}", *match_jsons)
                     pipe.hset(self._k_ids, mapping=dict.fromkeys(ids, new))
-                self._queue_views(pipe, views)
                 pipe.set(self._k_seq, new)
                 pipe.set(self._k_token, token)
                 old = prunable([*kept, new], new, self.keep_states, int(pin) if pin else None)
@@ -322,29 +313,25 @@ class RedisStore(LeagueStore):
                 current = int(pipe.get(self._k_seq) or 0)
                 if to_seq > current:
                     raise StoreError(f"cannot roll back to seq {to_seq}: store is at seq {current}")
-                if to_seq == 0:
-                    views = StateViews({}, {}, {}, [])
-                else:
-                    raw = pipe.hget(self._k_states, str(to_seq))
-                    if raw is None:
-                        kept = sorted(int(s) for s in pipe.hkeys(self._k_states))
-                        raise StoreError(
-                            f"cannot roll back to seq {to_seq}: its state was pruned "
-                            f"(kept: {kept}); pin checkpoint seqs"
-                        )
-                    views = state_views(json.loads(raw))
+                if to_seq != 0 and not pipe.hexists(self._k_states, str(to_seq)):
+                    kept = sorted(int(s) for s in pipe.hkeys(self._k_states))
+                    raise StoreError(
+                        f"cannot roll back to seq {to_seq}: its state was pruned "
+                        f"(kept: {kept}); pin checkpoint seqs"
+                    )
                 newer = list(range(to_seq + 1, current + 1))
                 eids = [json.loads(m)["episode_id"] for ms in self._read_lists(newer) for m in ms]
                 drop_states = [s for s in pipe.hkeys(self._k_states) if int(s) > to_seq]
                 pin = pipe.get(self._k_pin)
+                schema = pipe.get(self._k_schema)
                 pipe.multi()
+                self._queue_upgrade(pipe, schema)
                 if newer:
                     pipe.delete(*(f"{self._k_matches}{s}" for s in newer))
                 if eids:
                     pipe.hdel(self._k_ids, *eids)
                 if drop_states:
                     pipe.hdel(self._k_states, *drop_states)
-                self._queue_views(pipe, views)
                 pipe.set(self._k_seq, to_seq)
                 pipe.delete(self._k_token)
                 if pin is not None and int(pin) > to_seq:
@@ -363,7 +350,9 @@ class RedisStore(LeagueStore):
                 kept = [int(s) for s in pipe.hkeys(self._k_states)]
                 if seq not in kept:
                     raise StoreError(f"cannot pin seq {seq}: no state kept at that seq")
+                schema = pipe.get(self._k_schema)
                 pipe.multi()
+                self._queue_upgrade(pipe, schema)
                 pipe.set(self._k_pin, seq)
                 old = prunable(kept, current, self.keep_states, seq)
                 if old:
@@ -376,16 +365,6 @@ class RedisStore(LeagueStore):
 
     def seq(self) -> int:
         return self._call("seq", lambda: int(self._r.get(self._k_seq) or 0))
-
-    def pinned(self) -> int | None:
-        def read() -> int | None:
-            pin = self._r.get(self._k_pin)
-            return None if pin is None else int(pin)
-
-        return self._call("pinned", read)
-
-    def state_seqs(self) -> list[int]:
-        return self._call("state_seqs", lambda: sorted(map(int, self._r.hkeys(self._k_states))))
 
     def state(self, seq: int | None = None) -> dict[str, Any] | None:
         if seq is not None:
@@ -414,22 +393,6 @@ class RedisStore(LeagueStore):
 
     def match_count(self) -> int:
         return self._call("match_count", lambda: int(self._r.hlen(self._k_ids)))
-
-    def ratings(self) -> dict[str, float]:
-        raw = self._call("ratings", lambda: self._r.hgetall(self._k_ratings))
-        return {k: float(raw[k]) for k in sorted(raw)}
-
-    def snapshots(self) -> dict[str, dict[str, Any]]:
-        raw = self._call("snapshots", lambda: self._r.hgetall(self._k_snapshots))
-        return {k: json.loads(raw[k]) for k in sorted(raw)}
-
-    def players(self) -> dict[str, dict[str, Any]]:
-        raw = self._call("players", lambda: self._r.hgetall(self._k_players))
-        return {k: json.loads(raw[k]) for k in sorted(raw)}
-
-    def payoff(self) -> list[list[Any]]:
-        raw = self._call("payoff", lambda: self._r.hgetall(self._k_payoff))
-        return sorted(json.loads(v) for v in raw.values())
 
     def close(self) -> None:
         if not self._closed:

@@ -14,14 +14,14 @@ from league.store.base import (
     DEFAULT_KEEP_STATES,
     SCHEMA_VERSION,
     LeagueStore,
-    StateViews,
     StoreConflictError,
     StoreError,
     StoreUnavailableError,
     _check_seq_arg,
+    check_schema,
+    check_state,
     dumps,
     prunable,
-    state_views,
 )
 
 _SCHEMA = """
@@ -34,18 +34,9 @@ CREATE TABLE IF NOT EXISTS matches (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS matches_by_seq ON matches (seq, pos);
-CREATE TABLE IF NOT EXISTS players (id TEXT PRIMARY KEY, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS snapshots (id TEXT PRIMARY KEY, data TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS ratings (id TEXT PRIMARY KEY, rating REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS payoff (
-    a TEXT NOT NULL,
-    b TEXT NOT NULL,
-    wins REAL NOT NULL,
-    draws REAL NOT NULL,
-    losses REAL NOT NULL,
-    PRIMARY KEY (a, b)
-);
 """
+_LEGACY_VIEW_TABLES = ("players", "snapshots", "ratings", "payoff")
+"""Schema 1's views, dropped at the first write (``base.SCHEMA_VERSION``)."""
 
 
 class SQLiteStore(LeagueStore):
@@ -77,17 +68,15 @@ class SQLiteStore(LeagueStore):
             if str(mode).lower() != "wal":
                 raise StoreUnavailableError(f"SQLite store {self.path}: WAL mode refused ({mode})")
             conn.execute("PRAGMA synchronous=FULL")
-            with self._write():
+            with self._write(upgrade=False):
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():
                         conn.execute(stmt)
-                row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-                if row is None:
-                    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-                elif row[0] != SCHEMA_VERSION:
-                    raise StoreError(
-                        f"SQLite store {self.path} has schema {row[0]}, expected {SCHEMA_VERSION}"
-                    )
+                schema = self._meta(conn, "schema")
+                if schema is None:
+                    self._set_meta(conn, "schema", SCHEMA_VERSION)
+                else:
+                    check_schema(schema, f"SQLite store {self.path}")
         except sqlite3.Error as err:
             conn.close()
             self._conn = None
@@ -108,9 +97,10 @@ class SQLiteStore(LeagueStore):
         return self._conn
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, upgrade: bool = True) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction: committed if the block returns,
-        rolled back (nothing written) if it raises anything."""
+        rolled back (nothing written) if it raises anything. ``upgrade``: bring
+        an older schema up to date first, in the same transaction."""
         with self._lock:
             conn = self._c()
             try:
@@ -118,6 +108,8 @@ class SQLiteStore(LeagueStore):
             except sqlite3.OperationalError as err:
                 raise StoreUnavailableError(f"SQLite store {self.path}: {err}") from err
             try:
+                if upgrade:
+                    self._upgrade(conn)
                 yield conn
                 conn.execute("COMMIT")
             except BaseException as err:
@@ -146,23 +138,15 @@ class SQLiteStore(LeagueStore):
         else:
             conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    @staticmethod
-    def _write_views(conn: sqlite3.Connection, views: StateViews) -> None:
-        for table in ("players", "snapshots", "ratings", "payoff"):
-            conn.execute(f"DELETE FROM {table}")
-        conn.executemany(
-            "INSERT INTO players VALUES (?, ?)",
-            [(k, dumps(v, f"player {k!r}")) for k, v in views.players.items()],
-        )
-        conn.executemany(
-            "INSERT INTO snapshots VALUES (?, ?)",
-            [(k, dumps(v, f"snapshot {k!r}")) for k, v in views.snapshots.items()],
-        )
-        conn.executemany("INSERT INTO ratings VALUES (?, ?)", list(views.ratings.items()))
-        try:
-            conn.executemany("INSERT INTO payoff VALUES (?, ?, ?, ?, ?)", views.payoff)
-        except sqlite3.IntegrityError as err:
-            raise StoreError(f"duplicate payoff pair in state: {err}") from err
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """Schema 1 -> 2: drop the view tables (derived data, nothing is lost)."""
+        schema = self._meta(conn, "schema")
+        if schema == SCHEMA_VERSION:
+            return
+        check_schema(schema or 0, f"SQLite store {self.path}")
+        for table in _LEGACY_VIEW_TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        self._set_meta(conn, "schema", SCHEMA_VERSION)
 
     def _prune(self, conn: sqlite3.Connection, new_seq: int) -> None:
         seqs = [r[0] for r in conn.execute("SELECT seq FROM states")]
@@ -175,7 +159,7 @@ class SQLiteStore(LeagueStore):
         self, state: Mapping[str, Any], matches: Sequence[Mapping[str, Any]], *, expected_seq: int
     ) -> int:
         _check_seq_arg(expected_seq, "expected_seq")
-        views = state_views(state)
+        check_state(state)
         if isinstance(matches, (str, bytes, Mapping)):
             raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
         matches = list(matches)
@@ -207,7 +191,6 @@ class SQLiteStore(LeagueStore):
                         f"duplicate episode_id {eid!r}: already in the match log or "
                         f"twice in this commit"
                     ) from err
-            self._write_views(conn, views)
             self._set_meta(conn, "seq", new)
             self._prune(conn, new)
         return new
@@ -218,19 +201,14 @@ class SQLiteStore(LeagueStore):
             current = self._meta(conn, "seq") or 0
             if to_seq > current:
                 raise StoreError(f"cannot roll back to seq {to_seq}: store is at seq {current}")
-            if to_seq == 0:
-                views = StateViews({}, {}, {}, [])
-            else:
-                row = conn.execute("SELECT state FROM states WHERE seq = ?", (to_seq,)).fetchone()
-                if row is None:
-                    raise StoreError(
-                        f"cannot roll back to seq {to_seq}: its state was pruned "
-                        f"(kept: {self._state_seqs(conn)}); pin checkpoint seqs"
-                    )
-                views = state_views(json.loads(row[0]))
+            kept = conn.execute("SELECT 1 FROM states WHERE seq = ?", (to_seq,)).fetchone()
+            if to_seq != 0 and kept is None:
+                raise StoreError(
+                    f"cannot roll back to seq {to_seq}: its state was pruned "
+                    f"(kept: {self._state_seqs(conn)}); pin checkpoint seqs"
+                )
             conn.execute("DELETE FROM states WHERE seq > ?", (to_seq,))
             conn.execute("DELETE FROM matches WHERE seq > ?", (to_seq,))
-            self._write_views(conn, views)
             self._set_meta(conn, "seq", to_seq)
             pin = self._meta(conn, "pin")
             if pin is not None and pin > to_seq:
@@ -252,12 +230,6 @@ class SQLiteStore(LeagueStore):
 
     def seq(self) -> int:
         return self._read(lambda c: self._meta(c, "seq") or 0)
-
-    def pinned(self) -> int | None:
-        return self._read(lambda c: self._meta(c, "pin"))
-
-    def state_seqs(self) -> list[int]:
-        return self._read(self._state_seqs)
 
     def state(self, seq: int | None = None) -> dict[str, Any] | None:
         if seq is not None:
@@ -283,28 +255,6 @@ class SQLiteStore(LeagueStore):
 
     def match_count(self) -> int:
         return self._read(lambda c: c.execute("SELECT COUNT(*) FROM matches").fetchone()[0])
-
-    def ratings(self) -> dict[str, float]:
-        rows = self._read(
-            lambda c: c.execute("SELECT id, rating FROM ratings ORDER BY id").fetchall()
-        )
-        return dict(rows)
-
-    def snapshots(self) -> dict[str, dict[str, Any]]:
-        rows = self._read(
-            lambda c: c.execute("SELECT id, data FROM snapshots ORDER BY id").fetchall()
-        )
-        return {k: json.loads(v) for k, v in rows}
-
-    def players(self) -> dict[str, dict[str, Any]]:
-        rows = self._read(
-            lambda c: c.execute("SELECT id, data FROM players ORDER BY id").fetchall()
-        )
-        return {k: json.loads(v) for k, v in rows}
-
-    def payoff(self) -> list[list[Any]]:
-        rows = self._read(lambda c: c.execute("SELECT * FROM payoff ORDER BY a, b").fetchall())
-        return [list(r) for r in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -1,17 +1,22 @@
 """Head-to-head games between policies through the real PettingZoo envs.
 
 No Ray: policies are plain objects with `action_probs(obs)`, so evaluation runs in
-the driver, in `league evaluate`, and in tests alike.
+the driver, in `league evaluate`, and in tests alike. `Episode` is the game loop
+(also behind `league play`): each seat is a "chooser", observation -> action.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from envs.opponents import Policy, choose_action
 from envs.registry import get_game
+from league.core.match import outcomes_from_returns
 from league.core.outcomes import SeatRecord
 
 # Reference opponents worth reporting for each game, weakest first.
@@ -20,6 +25,91 @@ REFERENCE_OPPONENTS: dict[str, tuple[str, ...]] = {
     "connect_four": ("random", "search"),
     "rps": ("random",),
 }
+
+Chooser = Callable[[Mapping[str, np.ndarray]], int]
+"""One seat's player: its observation dict -> the action it plays."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One env step: what the seats that moved played, and the rewards it handed out."""
+
+    actions: Mapping[str, int]
+    rewards: Mapping[str, float]
+
+
+class Episode:
+    """One game in a fresh PettingZoo ``env``, every seat played by its chooser.
+
+    The one game loop, for turn-based (AEC) and simultaneous (Parallel) games
+    alike. Construction resets ``env`` with ``seed``; ``steps()`` then plays to
+    the end, yielding after every env step so a caller can show the game as it
+    goes. ``totals`` holds each seat's reward so far, also when a chooser ends
+    the game early by raising (a human who quits). The caller closes ``env``.
+    """
+
+    def __init__(
+        self, env: Any, choosers: Mapping[str, Chooser], seed: int, *, turn_based: bool
+    ) -> None:
+        self.env = env
+        self.choosers = choosers
+        self.turn_based = turn_based
+        self.totals = {agent: 0.0 for agent in env.possible_agents}
+        if turn_based:
+            env.reset(seed=seed)
+        else:
+            self._obs, _ = env.reset(seed=seed)
+
+    def steps(self) -> Iterator[Step]:
+        return self._turn_based_steps() if self.turn_based else self._simultaneous_steps()
+
+    def play(self) -> dict[str, float]:
+        """Play to the end; each seat's total reward."""
+        for _ in self.steps():
+            pass
+        return self.totals
+
+    def _turn_based_steps(self) -> Iterator[Step]:
+        env = self.env
+        for agent in env.agent_iter():
+            obs, reward, terminated, truncated, _ = env.last()
+            self.totals[agent] += float(reward)
+            if terminated or truncated:
+                env.step(None)
+                continue
+            action = self.choosers[agent](obs)
+            env.step(action)
+            yield Step({agent: action}, {a: float(r) for a, r in env.rewards.items()})
+
+    def _simultaneous_steps(self) -> Iterator[Step]:
+        env = self.env
+        while env.agents:
+            # Every seat decides from what it saw before this step: no peeking.
+            actions = {a: self.choosers[a](self._obs[a]) for a in env.agents}
+            self._obs, rewards, _, _, _ = env.step(actions)
+            for agent, reward in rewards.items():
+                self.totals[agent] += float(reward)
+            yield Step(actions, {a: float(r) for a, r in rewards.items()})
+
+
+def policy_chooser(
+    policy: Policy,
+    rng: np.random.Generator | None = None,
+    greedy: bool = False,
+    *,
+    legal_only: bool = False,
+) -> Chooser:
+    """A seat that plays ``policy``: its argmax, or a sample drawn with ``rng``.
+
+    ``legal_only`` never picks what the observation's action mask forbids,
+    even if the policy leaks probability there (it would forfeit the game).
+    """
+
+    def choose(obs: Mapping[str, np.ndarray]) -> int:
+        mask = obs["action_mask"] if legal_only else None
+        return choose_action(policy.action_probs(obs), rng, greedy, mask)
+
+    return choose
 
 
 def play_game(
@@ -32,28 +122,11 @@ def play_game(
     spec = get_game(game)
     env = spec.make()
     seed = int(rng.integers(2**31))
-    totals = {agent: 0.0 for agent in env.possible_agents}
-    if spec.kind == "turn_based":
-        env.reset(seed=seed)
-        for agent in env.agent_iter():
-            obs, reward, terminated, truncated, _ = env.last()
-            totals[agent] += float(reward)
-            action = None
-            if not (terminated or truncated):
-                probs = seats[agent].action_probs(obs)
-                action = choose_action(probs, rng, greedy[agent])
-            env.step(action)
-    else:
-        obs, _ = env.reset(seed=seed)
-        while env.agents:
-            actions = {
-                a: choose_action(seats[a].action_probs(obs[a]), rng, greedy[a]) for a in env.agents
-            }
-            obs, rewards, _, _, _ = env.step(actions)
-            for agent, reward in rewards.items():
-                totals[agent] += float(reward)
-    env.close()
-    return totals
+    choosers = {a: policy_chooser(seats[a], rng, greedy[a]) for a in env.possible_agents}
+    try:
+        return Episode(env, choosers, seed, turn_based=spec.kind == "turn_based").play()
+    finally:
+        env.close()
 
 
 def evaluate(
@@ -73,12 +146,9 @@ def evaluate(
     for seat in agents:
         seats = {a: (policy if a == seat else opponent) for a in agents}
         greedy_by_seat = {a: (greedy if a == seat else opponent_greedy) for a in agents}
-        counts = {"wins": 0, "draws": 0, "losses": 0}
-        for _ in range(games_per_seat):
-            totals = play_game(game, seats, rng, greedy_by_seat)
-            mine = totals[seat]
-            best_other = max(v for a, v in totals.items() if a != seat)
-            outcome = "wins" if mine > best_other else "losses" if mine < best_other else "draws"
-            counts[outcome] += 1
-        records.append(SeatRecord(seat, **counts))
+        counts = Counter(
+            outcomes_from_returns(play_game(game, seats, rng, greedy_by_seat))[seat]
+            for _ in range(games_per_seat)
+        )
+        records.append(SeatRecord(seat, counts["win"], counts["draw"], counts["loss"]))
     return records

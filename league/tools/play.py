@@ -7,6 +7,8 @@ after every move, reads moves from ``input_fn`` and writes everything through
 ``output_fn``, so the CLI passes ``input``/``print`` and tests pass scripted
 lines and a list. Nothing here needs Ray or torch: the opponent is any object
 with ``action_probs(obs)`` (``league.snapshot.load_policy``, ``envs.opponents``).
+The game loop is ``league.tools.evaluation.Episode``, the one evaluation runs:
+the human is just another seat, whose moves are read from ``input_fn``.
 
 Moves are typed as PettingZoo action numbers, the numbers the league itself
 uses: a tic-tac-toe cell is ``a`` = row * 3 + column (``envs.tictactoe_rules``),
@@ -17,6 +19,7 @@ every empty cell and column, so nobody needs to remember the mapping.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,12 +28,16 @@ import numpy as np
 
 from envs.opponents import Policy
 from envs.registry import get_game
+from league.core.match import outcomes_from_returns
+from league.tools.evaluation import Chooser, Episode, Step, policy_chooser
 
 QUIT_WORDS = frozenset({"q", "quit", "exit"})
 SYMBOLS = ("X", "O")
 """Marks of the first and second seat (the first seat moves first)."""
 
 RPS_MOVES = ("rock", "paper", "scissors")
+
+Output = Callable[[str], None]
 
 
 class _Quit(Exception):
@@ -158,34 +165,14 @@ def _ask(
         return result
 
 
-# ---- the computer ---------------------------------------------------------------
-
-
-def greedy_action(policy: Policy, obs: Mapping[str, np.ndarray]) -> int:
-    """The policy's most likely *legal* action (lowest index on ties).
-
-    Illegal actions are masked here too: a policy that leaks probability onto
-    an illegal move would otherwise end a PettingZoo game by forfeit (or trip
-    connect-four's assertion) instead of showing how it plays.
-    """
-    probs = np.asarray(policy.action_probs(obs), dtype=np.float64).reshape(-1)
-    mask = np.asarray(obs["action_mask"]).astype(bool).reshape(-1)
-    if probs.shape != mask.shape:
-        raise ValueError(
-            f"policy returned {probs.shape[0]} action probabilities for {mask.shape[0]} actions"
-        )
-    if not mask.any():
-        raise ValueError("no legal action in the observation's action_mask")
-    return int(np.argmax(np.where(mask, probs, -np.inf)))
-
-
 # ---- games -----------------------------------------------------------------------
 
 
+_VERDICTS = {"win": "You win!", "loss": "You lose.", "draw": "Draw."}
+
+
 def _result_line(totals: Mapping[str, float], human: str) -> str:
-    mine = totals[human]
-    best_other = max(v for a, v in totals.items() if a != human)
-    verdict = "You win!" if mine > best_other else "You lose." if mine < best_other else "Draw."
+    verdict = _VERDICTS[outcomes_from_returns(totals)[human]]
     scores = ", ".join(
         f"{agent} ({'you' if agent == human else 'computer'}) {value:+g}"
         for agent, value in totals.items()
@@ -193,97 +180,77 @@ def _result_line(totals: Mapping[str, float], human: str) -> str:
     return f"{verdict}  Final rewards: {scores}"
 
 
-def _play_turn_based(
-    env: Any,
-    text: _BoardGameText,
-    policy: Policy,
-    human: str,
-    input_fn: Callable[[str], str],
-    output_fn: Callable[[str], None],
-    seed: int,
-) -> dict[str, float]:
+Ask = Callable[[str, Callable[[str], int | str]], int]
+"""``_ask`` bound to the terminal: (prompt, parser) -> the accepted move."""
+
+
+@dataclass(frozen=True)
+class _Interface:
+    """How one game talks to the human: opening text, their moves, every step shown."""
+
+    intro: Callable[[], None]
+    ask_human: Chooser
+    show: Callable[[Step, Mapping[str, float]], None]
+    """Called after every env step with each seat's total reward so far."""
+
+
+def _board_interface(
+    env: Any, text: _BoardGameText, human: str, ask: Ask, out: Output
+) -> _Interface:
     agents = list(env.possible_agents)
-    env.reset(seed=seed)
-    totals = {agent: 0.0 for agent in agents}
     symbol = {agent: SYMBOLS[i] for i, agent in enumerate(agents)}
-    order = "moves first" if human == agents[0] else "moves second"
-    output_fn(f"You are {symbol[human]} ({human}, {order}). Type a {text.noun} number, q to quit.")
-    output_fn(text.render(_first_seat_marks(env)))
-    try:
-        for agent in env.agent_iter():
-            obs, reward, terminated, truncated, _ = env.last()
-            totals[agent] += float(reward)
-            if terminated or truncated:
-                env.step(None)
-                continue
-            mask = np.asarray(obs["action_mask"])
-            if agent == human:
-                action = _ask(
-                    f"Your move ({symbol[agent]}), {text.noun}: ",
-                    lambda line, m=mask: parse_board_move(line, m, text.noun, text.illegal),
-                    input_fn,
-                    output_fn,
-                )
-                output_fn(f"You ({symbol[agent]}) play {text.noun} {action}.")
-            else:
-                action = greedy_action(policy, obs)
-                output_fn(f"Computer ({symbol[agent]}) plays {text.noun} {action}.")
-            env.step(action)
-            output_fn(text.render(_first_seat_marks(env)))
-    except _Quit as stop:
-        output_fn(stop.message)
-        return totals
-    finally:
-        env.close()
-    output_fn(_result_line(totals, human))
-    return totals
+
+    def intro() -> None:
+        order = "moves first" if human == agents[0] else "moves second"
+        out(f"You are {symbol[human]} ({human}, {order}). Type a {text.noun} number, q to quit.")
+        out(text.render(_first_seat_marks(env)))
+
+    def ask_human(obs: Mapping[str, np.ndarray]) -> int:
+        mask = np.asarray(obs["action_mask"])
+        return ask(
+            f"Your move ({symbol[human]}), {text.noun}: ",
+            lambda line: parse_board_move(line, mask, text.noun, text.illegal),
+        )
+
+    def show(step: Step, totals: Mapping[str, float]) -> None:
+        ((agent, action),) = step.actions.items()
+        if agent == human:
+            out(f"You ({symbol[agent]}) play {text.noun} {action}.")
+        else:
+            out(f"Computer ({symbol[agent]}) plays {text.noun} {action}.")
+        out(text.render(_first_seat_marks(env)))
+
+    return _Interface(intro, ask_human, show)
 
 
-def _play_rps(
-    env: Any,
-    policy: Policy,
-    human: str,
-    input_fn: Callable[[str], str],
-    output_fn: Callable[[str], None],
-    seed: int,
-) -> dict[str, float]:
-    agents = list(env.possible_agents)
-    computer = next(a for a in agents if a != human)
+def _rps_interface(env: Any, human: str, ask: Ask, out: Output) -> _Interface:
+    other = next(a for a in env.possible_agents if a != human)
     rounds = getattr(env.unwrapped, "max_cycles", None)
-    obs, _ = env.reset(seed=seed)
-    totals = {agent: 0.0 for agent in agents}
     of_rounds = f" of {rounds}" if rounds else ""
-    output_fn(
-        f"Rock-paper-scissors, {rounds or 'several'} rounds. You are {human}. "
-        "Type rock, paper or scissors (or 0, 1, 2), q to quit."
-    )
     played = 0
-    try:
-        while env.agents:
-            # The computer decides from its own observation (your *previous*
-            # move) before yours is known: simultaneous, so no peeking.
-            theirs = greedy_action(policy, obs[computer])
-            mine = _ask(
-                f"Round {played + 1}{of_rounds}, your move: ", parse_rps_move, input_fn, output_fn
-            )
-            obs, rewards, _, _, _ = env.step({human: mine, computer: theirs})
-            played += 1
-            for agent, value in rewards.items():
-                totals[agent] += float(value)
-            gained = float(rewards.get(human, 0.0))
-            outcome = "you win it" if gained > 0 else "computer wins it" if gained < 0 else "draw"
-            output_fn(
-                f"Round {played}{of_rounds}: you {RPS_MOVES[mine]}, computer "
-                f"{RPS_MOVES[theirs]} -> {outcome}.\n"
-                f"Score: you {totals[human]:+g}, computer {totals[computer]:+g}"
-            )
-    except _Quit as stop:
-        output_fn(stop.message)
-        return totals
-    finally:
-        env.close()
-    output_fn(_result_line(totals, human))
-    return totals
+
+    def intro() -> None:
+        out(
+            f"Rock-paper-scissors, {rounds or 'several'} rounds. You are {human}. "
+            "Type rock, paper or scissors (or 0, 1, 2), q to quit."
+        )
+
+    def ask_human(obs: Mapping[str, np.ndarray]) -> int:
+        return ask(f"Round {played + 1}{of_rounds}, your move: ", parse_rps_move)
+
+    def show(step: Step, totals: Mapping[str, float]) -> None:
+        nonlocal played
+        played += 1
+        mine, theirs = step.actions[human], step.actions[other]
+        gained = step.rewards.get(human, 0.0)
+        outcome = "you win it" if gained > 0 else "computer wins it" if gained < 0 else "draw"
+        out(
+            f"Round {played}{of_rounds}: you {RPS_MOVES[mine]}, computer "
+            f"{RPS_MOVES[theirs]} -> {outcome}.\n"
+            f"Score: you {totals[human]:+g}, computer {totals[other]:+g}"
+        )
+
+    return _Interface(intro, ask_human, show)
 
 
 def play(
@@ -291,7 +258,7 @@ def play(
     game: str,
     human_seat: str | None = None,
     input_fn: Callable[[str], str] = input,
-    output_fn: Callable[[str], None] = print,
+    output_fn: Output = print,
     seed: int = 0,
 ) -> dict[str, float]:
     """Play one game of ``game`` in the terminal; returns each seat's total reward.
@@ -307,15 +274,29 @@ def play(
     env = spec.make()
     agents = list(env.possible_agents)
     human = agents[0] if human_seat is None else human_seat
-    if human not in agents:
+    ask = functools.partial(_ask, input_fn=input_fn, output_fn=output_fn)
+    try:
+        if human not in agents:
+            raise ValueError(f"unknown seat {human!r} for {game}; seats: {', '.join(agents)}")
+        if spec.kind == "simultaneous":
+            if game != "rps":
+                raise ValueError(f"no terminal interface for simultaneous game {game!r}")
+            ui = _rps_interface(env, human, ask, output_fn)
+        elif game in _BOARD_GAMES:
+            ui = _board_interface(env, _BOARD_GAMES[game], human, ask, output_fn)
+        else:
+            raise ValueError(f"no terminal board for game {game!r}")
+        # The human is just another seat, whose moves are read from the terminal.
+        computer = policy_chooser(policy, greedy=True, legal_only=True)
+        choosers = {agent: ui.ask_human if agent == human else computer for agent in agents}
+        episode = Episode(env, choosers, seed, turn_based=spec.kind == "turn_based")
+        ui.intro()
+        for step in episode.steps():
+            ui.show(step, episode.totals)
+    except _Quit as stop:
+        output_fn(stop.message)
+        return episode.totals
+    finally:
         env.close()
-        raise ValueError(f"unknown seat {human!r} for {game}; seats: {', '.join(agents)}")
-    if spec.kind == "simultaneous":
-        if game != "rps":
-            env.close()
-            raise ValueError(f"no terminal interface for simultaneous game {game!r}")
-        return _play_rps(env, policy, human, input_fn, output_fn, seed)
-    if game not in _BOARD_GAMES:
-        env.close()
-        raise ValueError(f"no terminal board for game {game!r}")
-    return _play_turn_based(env, _BOARD_GAMES[game], policy, human, input_fn, output_fn, seed)
+    output_fn(_result_line(episode.totals, human))
+    return episode.totals

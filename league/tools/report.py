@@ -6,12 +6,15 @@ snapshot budget is reached, and who beats whom. ``write_report`` turns a run
 directory into three pictures for that:
 
 - ``ratings.png``: Elo of every trainable player (bold) and of the top
-  snapshots over env steps, from ``progress.jsonl``'s ``league.ratings``;
+  snapshots over env steps, from the iteration records' ``league.ratings``;
 - ``league_size.png``: snapshots in the league, the active set, snapshots
-  taken and retired (cumulative), from ``progress.jsonl``;
+  taken and retired (cumulative), from the iteration records;
 - ``payoff.png``: win rate of row vs column for the top-N modules by rating,
-  from the latest league state (the league store, else the newest checkpoint's
-  ``league_state.json``).
+  from the latest league state in the league store.
+
+The run is read through ``league.run``: ``read_progress(RunDir(...))`` gives the
+iteration records (``IterationRecord``) of ``progress.jsonl``, and every path
+comes from ``RunDir``.
 
 Figures are drawn on ``matplotlib.figure.Figure`` directly (Agg via
 ``savefig``), never through ``pyplot``: a library must not switch the global
@@ -20,22 +23,20 @@ backend of the process that imports it (a notebook, the CLI, a test run).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
 from league.core.ids import is_snapshot_id
+from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, read_progress
+from league.store import open_store, redacted_url
 
-PROGRESS_FILE = "progress.jsonl"
-LEAGUE_STATE_FILE = "league_state.json"
-STORE_FILE = "league.sqlite"
-"""The embedded store's file in the run dir (``league.store.SQLITE_FILENAME``)."""
 DEFAULT_TOP_N = 30
 DPI = 120
 ANNOTATE_MAX = 16
@@ -43,124 +44,79 @@ ANNOTATE_MAX = 16
 
 
 class ReportError(ValueError):
-    """A run directory the report cannot be made from (missing, no progress)."""
+    """A run directory the report cannot be made from (missing, no progress,
+    damaged progress file)."""
 
 
 # ---- reading the run ---------------------------------------------------------------
 
 
-def read_progress(run_dir: Path) -> list[dict[str, Any]]:
-    """The iteration records of ``progress.jsonl``, oldest first.
-
-    A run that is still training may be halfway through writing its last line,
-    so a malformed *last* line is skipped; a malformed line elsewhere means the
-    file is damaged and is an error. After a resume the trainer appends again
-    from the checkpoint's iteration, so iterations can repeat: the later record
-    wins and the abandoned ones are dropped (``_drop_superseded``).
-    """
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise ReportError(f"run dir {str(run_dir)!r} does not exist")
-    path = run_dir / PROGRESS_FILE
-    if not path.is_file():
-        raise ReportError(
-            f"run dir {str(run_dir)!r} has no {PROGRESS_FILE}: has `league train` run there?"
-        )
-    lines = [(n, line) for n, line in enumerate(path.read_text().splitlines(), 1) if line.strip()]
-    records: list[dict[str, Any]] = []
-    for i, (number, line) in enumerate(lines):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            if i == len(lines) - 1:
-                continue  # being written right now
-            raise ReportError(f"{path}:{number}: not a JSON line ({err.msg})") from None
-        if not isinstance(record, dict) or not isinstance(record.get("iteration"), int):
-            raise ReportError(f"{path}:{number}: expected an object with an int 'iteration'")
-        records.append(record)
-    if not records:
-        raise ReportError(f"{path} has no iteration records yet")
-    return _drop_superseded(records)
-
-
-def _drop_superseded(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep one record per iteration: a record whose iteration does not move
-    forward restarts the timeline there (a resume), dropping what it replays."""
-    kept: list[dict[str, Any]] = []
-    for record in records:
-        while kept and kept[-1]["iteration"] >= record["iteration"]:
-            kept.pop()
-        kept.append(record)
-    return kept
-
-
-def _x_axis(records: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, str]:
-    """Env steps when every record has them (the comparable clock across runs),
-    else iterations."""
-    if all(isinstance(r.get("env_steps"), (int, float)) for r in records):
-        return np.array([float(r["env_steps"]) for r in records]), "env steps"
-    return np.array([float(r["iteration"]) for r in records]), "iteration"
-
-
-def _unwrap_league_state(data: Any) -> dict[str, Any] | None:
-    """``League.get_state()`` from either that dict itself (the store) or the
-    driver's checkpoint dict, which nests it under ``"league"``."""
-    if isinstance(data, Mapping) and isinstance(data.get("league"), Mapping):
-        data = data["league"]
-    if isinstance(data, Mapping) and "payoff" in data:
-        return dict(data)
-    return None
-
-
-def _checkpoint_number(path: Path) -> int:
+def read_records(run: RunDir) -> list[IterationRecord]:
+    """The run's iteration records, oldest first (``league.run.read_progress``:
+    a half-written last line is skipped, a resume's replayed iterations are
+    dropped); ``ReportError`` for a run dir that has none."""
     try:
-        return int(path.name.split("_", 1)[1])
-    except (IndexError, ValueError):
-        return -1
+        return read_progress(run)
+    except RunDirError as err:
+        raise ReportError(str(err)) from None
+
+
+def _league_records(
+    records: Sequence[IterationRecord],
+) -> list[tuple[IterationRecord, LeagueRecord]]:
+    return [(r, r.league) for r in records if r.league is not None]
+
+
+def _store_url(run: RunDir, store_url: str | None) -> str | None:
+    """The store to read: ``store_url`` if given, else the one the run trained
+    with (``config.json``'s ``store``; None: the run dir's SQLite file)."""
+    if store_url is not None:
+        return store_url
+    try:
+        url = run.load_config().get("store")
+    except (RunDirError, OSError, ValueError):  # no or unreadable config.json
+        return None
+    return url if isinstance(url, str) and url else None
+
+
+def _sqlite_file(run: RunDir, url: str | None) -> Path | None:
+    """The file a SQLite store URL names (as ``open_store`` reads it), None for
+    another backend."""
+    if url is None or url == "sqlite":
+        return run.store_file
+    if url.lower().startswith("sqlite:"):
+        path = urlsplit(url).path
+        return Path(path) if path else run.store_file
+    return None
 
 
 def load_league_state(
-    run_dir: Path, store_url: str | None = None, log: Callable[[str], None] = print
+    run_dir: Path | str, store_url: str | None = None, log: Callable[[str], None] = print
 ) -> tuple[dict[str, Any], str] | None:
-    """The latest league state and where it came from, or None if there is none.
+    """The latest league state in the run's league store and where it came
+    from, or None if there is none (no store, an empty one, or one that cannot
+    be read: said through ``log``).
 
-    The store is committed every iteration, so it is preferred over the
-    checkpoints (written every few iterations). A SQLite store is only opened
-    when its file exists: opening creates the file, and a report must not
-    leave an empty store behind in a run dir.
+    The store is the only source: it is committed every iteration. A SQLite
+    store is only opened when its file exists: opening creates the file, and a
+    report must not leave an empty store behind in a run dir.
     """
-    run_dir = Path(run_dir)
-    sqlite_path = run_dir / STORE_FILE
-    if store_url is not None or sqlite_path.is_file():
-        try:
-            from league.store import open_store
-        except ImportError:  # a checkout without the store: checkpoints only
-            open_store = None
-        if open_store is not None:
-            where = store_url or str(sqlite_path)
-            try:
-                with open_store(store_url, run_dir) as store:
-                    seq = store.seq()
-                    state = _unwrap_league_state(store.state())
-            except (ValueError, OSError) as err:  # StoreError is a ValueError
-                log(f"report: cannot read the league store {where}: {err}")
-                state = None
-            if state is not None:
-                return state, f"league store {where} (seq {seq})"
-    checkpoints = sorted(
-        (p for p in (run_dir / "checkpoints").glob("iter_*") if (p / LEAGUE_STATE_FILE).is_file()),
-        key=_checkpoint_number,
-    )
-    for path in reversed(checkpoints):
-        file = path / LEAGUE_STATE_FILE
-        try:
-            state = _unwrap_league_state(json.loads(file.read_text()))
-        except (OSError, json.JSONDecodeError) as err:
-            log(f"report: skipping unreadable {file}: {err}")
-            continue
-        if state is not None:
-            return state, str(file)
-    return None
+    run = RunDir(run_dir)
+    url = _store_url(run, store_url)
+    sqlite_file = _sqlite_file(run, url)
+    if sqlite_file is not None and not sqlite_file.is_file():
+        return None
+    where = str(sqlite_file) if sqlite_file is not None else redacted_url(str(url))
+    try:
+        with open_store(url, run.path) as store:
+            seq = store.seq()
+            state = store.state()
+    except (ValueError, OSError) as err:  # StoreError is a ValueError
+        log(f"report: cannot read the league store {where}: {err}")
+        return None
+    if state is None:
+        return None
+    return state, f"league store {where} (seq {seq})"
 
 
 # ---- payoff ------------------------------------------------------------------------
@@ -209,17 +165,17 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
-def plot_ratings(records: Sequence[Mapping[str, Any]], path: Path, top_n: int) -> Path | None:
+def plot_ratings(records: Sequence[IterationRecord], path: Path, top_n: int) -> Path | None:
     """Rating curves: every trainable player, plus the ``top_n`` snapshots with
     the best last-known rating (a league of hundreds is unreadable otherwise).
     A snapshot's curve starts when it is taken and ends when it is retired."""
-    league = [r for r in records if isinstance(r.get("league"), Mapping)]
+    league = _league_records(records)
     if not league:
         return None
-    x, xlabel = _x_axis(league)
+    x = np.array([float(r.env_steps) for r, _ in league])
     series: dict[str, np.ndarray] = {}
-    for t, record in enumerate(league):
-        for module, rating in (record["league"].get("ratings") or {}).items():
+    for t, (_, lr) in enumerate(league):
+        for module, rating in lr.ratings.items():
             series.setdefault(module, np.full(len(league), np.nan))[t] = float(rating)
     if not series:
         return None
@@ -242,7 +198,7 @@ def plot_ratings(records: Sequence[Mapping[str, Any]], path: Path, top_n: int) -
             label=module if in_legend else None,
             zorder=2,
         )
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel("env steps")
     ax.set_ylabel("Elo rating")
     title = f"Elo ratings: {len(players)} players (bold), {len(shown)} snapshots (dashed)"
     if len(snapshots) > len(shown):
@@ -253,25 +209,25 @@ def plot_ratings(records: Sequence[Mapping[str, Any]], path: Path, top_n: int) -
     return _save(fig, path)
 
 
-def plot_league_size(records: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
+def plot_league_size(records: Sequence[IterationRecord], path: Path) -> Path | None:
     """Snapshots in the league and in the active set, and cumulative snapshots
     taken / retired: a flat "taken" line means the snapshot gate never opens,
     a size pinned at the budget means retirement is doing the work."""
-    league = [r for r in records if isinstance(r.get("league"), Mapping)]
+    league = _league_records(records)
     if not league:
         return None
-    x, xlabel = _x_axis(league)
-    size = [float(r["league"].get("size", np.nan)) for r in league]
-    active = [float(len(r["league"].get("active_set") or ())) for r in league]
-    taken = np.cumsum([len(r["league"].get("new_snapshots") or ()) for r in league])
-    retired = np.cumsum([len(r["league"].get("retired") or ()) for r in league])
+    x = np.array([float(r.env_steps) for r, _ in league])
+    size = [float(lr.size) for _, lr in league]
+    active = [float(len(lr.active_set)) for _, lr in league]
+    taken = np.cumsum([len(lr.new_snapshots) for _, lr in league])
+    retired = np.cumsum([len(lr.retired) for _, lr in league])
     fig = Figure(figsize=(10, 5))
     ax = fig.add_subplot()
     ax.plot(x, size, linewidth=2.5, label="snapshots in league")
     ax.plot(x, active, linewidth=1.5, label="active set")
     ax.plot(x, taken, linewidth=1.2, linestyle="--", label="snapshots taken (total)")
     ax.plot(x, retired, linewidth=1.2, linestyle=":", label="retired (total)")
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel("env steps")
     ax.set_ylabel("modules")
     ax.set_ylim(bottom=0)
     ax.set_title("League size")
@@ -339,26 +295,26 @@ def write_report(
     log: Callable[[str], None] = print,
 ) -> list[Path]:
     """Write the report PNGs of ``run_dir`` to ``out_dir`` (default
-    ``run_dir/report``); returns the files written.
+    ``RunDir(run_dir).report``); returns the files written.
 
     A picture without data (a self-play run has no league; a run without a
-    store or a checkpoint has no payoff yet) is skipped with a message through
-    ``log`` instead of failing the others. ``store_url`` reads the league state
-    from that store (e.g. the run's ``redis://`` URL) instead of the run dir's
-    SQLite store. Raises ``ReportError`` for a missing run dir or progress.
+    store has no payoff) is skipped with a message through ``log`` instead of
+    failing the others. The league state is read from ``store_url`` if given,
+    else from the store the run trained with (its ``config.json``), else from
+    the run dir's SQLite store. Raises ``ReportError`` for a missing run dir,
+    no progress or a damaged progress file.
     """
     if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
         raise ReportError(f"top_n must be an int >= 1, got {top_n!r}")
-    run_dir = Path(run_dir)
-    records = read_progress(run_dir)
-    out = Path(out_dir) if out_dir is not None else run_dir / "report"
+    run = RunDir(run_dir)
+    records = read_records(run)
+    out = Path(out_dir) if out_dir is not None else run.report
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
 
-    has_league = any(isinstance(r.get("league"), Mapping) for r in records)
-    if not has_league:
+    if not _league_records(records):
         log(
-            f"report: {run_dir / PROGRESS_FILE} has no league records (a --mode selfplay "
+            f"report: {run.progress_file} has no league records (a --mode selfplay "
             "run?): ratings.png and league_size.png skipped"
         )
     else:
@@ -371,12 +327,9 @@ def write_report(
             else:
                 written.append(made)
 
-    loaded = load_league_state(run_dir, store_url, log)
+    loaded = load_league_state(run.path, store_url, log)
     if loaded is None:
-        log(
-            f"report: no league state in {run_dir} (no {STORE_FILE} store and no "
-            f"checkpoints/iter_*/{LEAGUE_STATE_FILE}): payoff.png skipped"
-        )
+        log(f"report: no league state in the league store of {run.path}: payoff.png skipped")
     else:
         state, source = loaded
         made = plot_payoff(state, out / "payoff.png", top_n, source)

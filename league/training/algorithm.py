@@ -19,8 +19,7 @@ from envs.registry import game_spaces, get_game
 from league.config import ConfigError, TrainConfig
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
-from league.training.env_runner import MatchRecorder, PlanMapping
-from rlmodules.inference_only_runner import InferenceOnlyEnvRunner
+from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
 from rlmodules.league_learner import LeaguePPOLearner
 from rlmodules.learner_only_learner import CURIOSITY_COEFF_KEY, LearnerOnlyPPOLearner
 from rlmodules.masked_policy import masked_policy_spec
@@ -105,7 +104,7 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         .env_runners(
             num_env_runners=cfg.num_env_runners,
             num_envs_per_env_runner=cfg.num_envs_per_env_runner,
-            env_runner_cls=InferenceOnlyEnvRunner,
+            env_runner_cls=LeagueEnvRunner,
             episodes_to_numpy=cfg.episodes_to_numpy,
         )
         .multi_agent(

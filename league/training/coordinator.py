@@ -30,42 +30,6 @@ class CoordinatorNotFound(RuntimeError):
     """No coordinator actor is running in the cluster asked about."""
 
 
-class LeagueMetrics:
-    """Prometheus metrics of a league, one update per iteration."""
-
-    def __init__(self) -> None:
-        from ray.util.metrics import Counter, Gauge
-
-        self.steps_per_s = Gauge("league_env_steps_per_second", "Env steps per second.")
-        self.iteration_s = Gauge("league_iteration_seconds", "Wall time of an iteration.")
-        self.env_steps = Gauge("league_env_steps_total", "Env steps sampled in total.")
-        self.league_size = Gauge("league_size", "Snapshots in the league registry.")
-        self.active_set = Gauge("league_active_set_size", "Frozen opponents on env runners.")
-        self.rating = Gauge("league_rating", "Elo rating per module.", tag_keys=("module",))
-        self.role_win_rate = Gauge(
-            "league_role_win_rate", "Score against others per role.", tag_keys=("role",)
-        )
-        self.matches = Counter("league_matches_recorded", "Matches recorded.")
-        self.store_latency = Gauge("league_store_write_seconds", "Store commit latency.")
-
-    def update(self, record: dict[str, Any]) -> None:
-        self.steps_per_s.set(float(record.get("steps_per_s", 0.0)))
-        self.iteration_s.set(float(record.get("seconds", 0.0)))
-        self.env_steps.set(float(record.get("env_steps", 0)))
-        league = record.get("league")
-        if league:
-            self.league_size.set(float(league["size"]))
-            self.active_set.set(float(len(league["active_set"])))
-            for module, rating in league["ratings"].items():
-                self.rating.set(float(rating), tags={"module": module})
-            for role, score in league["role_scores"].items():
-                self.role_win_rate.set(float(score), tags={"role": role})
-            if league["matches"]:
-                self.matches.inc(float(league["matches"]))
-            if "store_seconds" in league:
-                self.store_latency.set(float(league["store_seconds"]))
-
-
 @ray.remote(num_cpus=0, max_concurrency=16)
 class LeagueCoordinator:
     """Owns the Algorithm and the league; trains in a thread, answers queries."""
@@ -73,12 +37,13 @@ class LeagueCoordinator:
     def __init__(self, cfg_dict: dict[str, Any], resume: bool) -> None:
         from league.config import TrainConfig
         from league.training.loop import TrainControl
+        from league.training.sinks import PrometheusSink
 
         self.cfg = TrainConfig.from_dict(cfg_dict, source="coordinator")
         self.resume_run = resume
         self.control = TrainControl()
-        self.metrics = LeagueMetrics()
-        self.control.listeners.append(self.metrics.update)
+        self.metrics = PrometheusSink()
+        self.control.listeners.append(self.metrics.write)
         self.lines: deque[tuple[int, str]] = deque(maxlen=LOG_LINES_KEPT)
         self._line_no = 0
         self._lock = threading.Lock()
@@ -125,29 +90,30 @@ class LeagueCoordinator:
         return self.status()
 
     def status(self) -> dict[str, Any]:
-        latest = self.control.snapshot()
-        league = latest.get("league") or {}
+        latest = self.control.latest
+        league = latest.league if latest is not None else None
         return {
             "state": "paused" if self.state == "running" and self.control.paused else self.state,
             "env": self.cfg.env,
             "mode": self.cfg.mode,
             "run_dir": self.cfg.run_dir,
-            "iteration": latest.get("iteration", 0),
-            "env_steps": latest.get("env_steps", 0),
-            "steps_per_s": latest.get("steps_per_s"),
-            "league_size": league.get("size"),
-            "active_set": league.get("active_set"),
+            "iteration": latest.iteration if latest is not None else 0,
+            "env_steps": latest.env_steps if latest is not None else 0,
+            "steps_per_s": latest.steps_per_s if latest is not None else None,
+            "league_size": league.size if league is not None else None,
+            "active_set": league.active_set if league is not None else None,
             "error": self.error,
             "summary": self.summary,
             "uptime_s": time.time() - self.started_at,
         }
 
     def standings(self) -> list[tuple[str, float]]:
-        ratings = (self.control.snapshot().get("league") or {}).get("ratings", {})
+        latest = self.control.latest
+        ratings = latest.league.ratings if latest is not None and latest.league else {}
         return sorted(ratings.items(), key=lambda kv: -kv[1])
 
     def snapshots(self) -> dict[str, dict[str, Any]]:
-        return self.control.snapshot().get("snapshots", {})
+        return dict(self.control.snapshots)
 
     def logs(self, since: int = 0) -> list[tuple[int, str]]:
         with self._lock:

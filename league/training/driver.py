@@ -1,4 +1,4 @@
-"""Glue between the pure league (league.roles) and a running RLlib Algorithm.
+"""Glue between the pure league (league.core) and a running RLlib Algorithm.
 
 Once per training iteration `LeagueDriver.step`:
 
@@ -6,12 +6,13 @@ Once per training iteration `LeagueDriver.step`:
    folds them into payoff and ratings;
 2. counts each player's env steps, asks the league which players snapshot and
    reset, exports new snapshots (safetensors + JSON) and resets weights on the
-   learner;
+   learner (learner weights are read only when a snapshot or a reset is due);
 3. retires snapshots beyond the budget, picks the active set (at most K frozen
    opponents) and builds the matchmaking plan on it;
 4. in one actor call per env runner, adds/removes frozen modules (inference-only,
    env runners only, never learners) and installs the plan, so a plan never names
-   a module its runner lacks.
+   a module its runner lacks. New snapshots go to the runners from memory; only a
+   snapshot that re-enters the active set is read back from its folder.
 
 Frozen snapshots stay off the learners; the learner's connector drops their
 experience (rlmodules.league_learner), so weight syncs carry trainable players only.
@@ -34,11 +35,12 @@ from league.config import TrainConfig
 from league.core.ids import MAIN
 from league.core.league import League
 from league.core.match import MatchRecord
-from league.core.matchmaking import MatchmakingPlan, build_plan, choose_active_set
+from league.core.matchmaking import MatchmakingPlan, build_plan, next_plan
 from league.core.retirement import retirements
-from league.snapshot import WEIGHTS_FILE, player_metadata, save_snapshot
+from league.run import RunDir
+from league.snapshot import POLICY_PREFIX, WEIGHTS_FILE, player_metadata, save_snapshot
 from league.training.algorithm import game_seats, snapshot_module_spec, trainable_players
-from league.training.env_runner import PlanMapping, drain_matches, update_runner
+from league.training.env_runner import LeagueEnvRunner, PlanMapping
 
 SEEN_EPISODES_KEPT = 200_000
 
@@ -52,23 +54,7 @@ class LeagueStepReport:
     retired: tuple[str, ...]
     active_set: tuple[str, ...]
     role_scores: dict[str, float] = field(default_factory=dict)
-    matches_vs_snapshots: int = 0
     records: list[MatchRecord] = field(default_factory=list, repr=False)
-
-    def format(self, league: League, top: int = 4) -> str:
-        ratings = sorted(league.ratings.as_dict().items(), key=lambda kv: -kv[1])[:top]
-        scores = " ".join(f"{role} {s:.2f}" for role, s in self.role_scores.items())
-        changes = ""
-        if self.new_snapshots or self.retired or self.resets:
-            changes = (
-                f" (+{len(self.new_snapshots)} snapshots, -{len(self.retired)} retired, "
-                f"{len(self.resets)} resets)"
-            )
-        return (
-            f"league: {len(league.snapshots)} snapshots{changes} | active "
-            f"{len(self.active_set)}/{league.cfg.active_set_size} | matches {self.matches} | "
-            f"top " + ", ".join(f"{m} {r:.0f}" for m, r in ratings) + f" | win rate {scores}"
-        )
 
 
 def _count(value: Any) -> int:
@@ -98,10 +84,10 @@ def role_scores(records: list[MatchRecord], players: Mapping[str, Any]) -> dict[
 class LeagueDriver:
     """Runs the league beside an Algorithm built by `league.training.algorithm.build_ppo_config`."""
 
-    def __init__(self, algo: Any, cfg: TrainConfig, run_dir: Path, seed: int = 0):
+    def __init__(self, algo: Any, cfg: TrainConfig, run: RunDir | Path, seed: int = 0):
         self.algo = algo
         self.cfg = cfg
-        self.snapshot_root = Path(run_dir) / "snapshots"
+        self.run = run if isinstance(run, RunDir) else RunDir(run)
         self.league = League(cfg.league)
         self.rng = np.random.default_rng(seed)
         self.seats = game_seats(cfg.env)
@@ -112,6 +98,8 @@ class LeagueDriver:
         self._seen_set: set[str] = set()
         self._initial_weights = self.learner_weights(self.players)
         self._spec = snapshot_module_spec(cfg)
+        # Weights of snapshots taken since the last push: sent from memory, not disk.
+        self._fresh_weights: dict[str, Mapping[str, np.ndarray]] = {}
 
     def seed_league(self) -> tuple[str, ...]:
         """Snapshot each main's initial weights, so PFSP and the exploiters have a
@@ -122,8 +110,7 @@ class LeagueDriver:
         )
         for sid in ids:
             self.export_snapshot(sid, self._initial_weights[self.league.snapshots[sid].player])
-        self.active_set = choose_active_set(self.league, self.rng, ())
-        self.plan = build_plan(self.league, self.active_set)
+        self.active_set, self.plan = next_plan(self.league, self.rng)
         self.push()
         return ids
 
@@ -139,15 +126,10 @@ class LeagueDriver:
         weights = self.algo.learner_group.get_weights(module_ids=module_ids)
         return {m: {k: np.asarray(v) for k, v in weights[m].items()} for m in module_ids}
 
-    def runner_module_ids(self) -> list[list[str]]:
-        return self.algo.env_runner_group.foreach_env_runner(
-            lambda er: sorted(er.module.keys()), local_env_runner=self._use_local_runner
-        )
-
     def drain(self, iteration: int) -> list[MatchRecord]:
         """Every finished episode since the last drain, once (deduplicated by id)."""
         batches = self.algo.env_runner_group.foreach_env_runner(
-            drain_matches, local_env_runner=True
+            LeagueEnvRunner.drain_matches, local_env_runner=True
         )
         records = []
         for batch in batches:
@@ -172,8 +154,7 @@ class LeagueDriver:
         wanted = set(self.active_set)
         mapping = PlanMapping(self.plan, self.seats)
         holdings = self.algo.env_runner_group.foreach_env_runner(
-            lambda er: (er.worker_index, sorted(er.module.keys())),
-            local_env_runner=self._use_local_runner,
+            LeagueEnvRunner.module_ids, local_env_runner=self._use_local_runner
         )
         groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = {}
         for index, modules in holdings:
@@ -183,8 +164,8 @@ class LeagueDriver:
         for (missing, extra), indices in groups.items():
             payload = {sid: (self._spec, self.snapshot_weights(sid)) for sid in missing}
 
-            def update(er: Any, p: dict = payload, r: tuple = extra) -> list[str]:
-                return update_runner(er, add=p, remove=r, mapping=mapping)
+            def update(er: LeagueEnvRunner, p: dict = payload, r: tuple = extra) -> list[str]:
+                return er.update_league(add=p, remove=r, mapping=mapping)
 
             group = self.algo.env_runner_group
             if 0 in indices:
@@ -192,22 +173,28 @@ class LeagueDriver:
             remote = [i for i in indices if i != 0]
             if remote:  # never an empty list: RLlib reads [] as "all runners"
                 group.foreach_env_runner(update, local_env_runner=False, remote_worker_ids=remote)
+        self._fresh_weights.clear()
 
     # ---- snapshots -----------------------------------------------------------
 
-    def snapshot_dir(self, snapshot_id: str) -> Path:
-        return self.snapshot_root / snapshot_id
-
-    def snapshot_weights(self, snapshot_id: str) -> dict[str, np.ndarray]:
-        return load_file(str(self.snapshot_dir(snapshot_id) / WEIGHTS_FILE))
+    def snapshot_weights(self, snapshot_id: str) -> Mapping[str, np.ndarray]:
+        """Policy weights of a snapshot: from memory if just taken, else from the
+        file the league wrote itself (not a user's file: no `load_policy` checks)."""
+        if snapshot_id in self._fresh_weights:
+            return self._fresh_weights[snapshot_id]
+        return load_file(str(self.run.snapshot_dir(snapshot_id) / WEIGHTS_FILE))
 
     def export_snapshot(self, snapshot_id: str, weights: Mapping[str, np.ndarray]) -> None:
+        """Write a new snapshot's folder and keep its policy weights for the next push."""
         snap = self.league.snapshots[snapshot_id]
         meta = player_metadata(self.cfg.env, self.cfg.model_config, snap.player, snap.step)
         meta.version = snap.version
         meta.parent = snap.parent
         meta.rating = snap.rating
-        save_snapshot(self.snapshot_dir(snapshot_id), weights, meta)
+        save_snapshot(self.run.snapshot_dir(snapshot_id), weights, meta)
+        self._fresh_weights[snapshot_id] = {
+            k: v for k, v in weights.items() if k.startswith(POLICY_PREFIX)
+        }
 
     # ---- one iteration -------------------------------------------------------
 
@@ -218,7 +205,10 @@ class LeagueDriver:
         self.league.add_steps({p: _count(sampled.get(p)) for p in self.players})
 
         decision = self.league.decide(self.rng)
-        current = self.learner_weights(self.players)
+        # Learner weights cross the wire only when a snapshot or a reset needs them.
+        wanted = set(decision.snapshots)
+        wanted |= {r.source for r in decision.resets if r.source in self.league.players}
+        current = self.learner_weights(sorted(wanted)) if wanted else {}
         new_ids = self.league.apply(decision, iteration)
         for sid in new_ids:
             self.export_snapshot(sid, current[self.league.snapshots[sid].player])
@@ -239,10 +229,11 @@ class LeagueDriver:
         retired = retirements(self.league)
         self.league.retire(retired)
         for sid in retired:
-            shutil.rmtree(self.snapshot_dir(sid), ignore_errors=True)
+            shutil.rmtree(self.run.snapshot_dir(sid), ignore_errors=True)
 
-        self.active_set = choose_active_set(self.league, self.rng, self.active_set)
-        self.plan = build_plan(self.league, self.active_set, iteration=iteration)
+        self.active_set, self.plan = next_plan(
+            self.league, self.rng, self.active_set, iteration=iteration
+        )
         self.push()
         active = self.active_set
         return LeagueStepReport(
@@ -254,10 +245,6 @@ class LeagueDriver:
             active_set=active,
             role_scores=role_scores(records, self.league.players),
             records=records,
-            matches_vs_snapshots=sum(
-                any(m in self.league.snapshots or "@" in m for m in r.modules.values())
-                for r in records
-            ),
         )
 
     # ---- state -----------------------------------------------------------------

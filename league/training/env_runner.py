@@ -1,8 +1,11 @@
-"""What runs inside env-runner actors: seat assignment, match recording, module swaps.
+"""The league's env runner: inference-only modules, seat mapping, match recording,
+runtime module swaps. Everything the league does inside an env-runner actor is a
+method of `LeagueEnvRunner`, an RLlib `MultiAgentEnvRunner` subclass that RLlib
+drives unchanged (`sample()`, state, metrics, fault tolerance).
 
-Kept small and free of league logic: the plan (a `MatchmakingPlan`) arrives from
-the coordinator, episodes are mapped by it, and finished episodes are buffered as
-plain dicts until the coordinator drains them.
+Kept free of league logic: the plan (a `MatchmakingPlan`) arrives from the driver,
+episodes are mapped by it, and finished episodes are buffered as plain dicts until
+the driver drains them.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from typing import Any
 import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+from ray.rllib.utils.annotations import override
 
+from league.core.match import outcomes_from_returns
 from league.core.matchmaking import MatchmakingPlan
-
-_BUFFER_ATTR = "_league_match_buffer"
 
 
 class PlanMapping:
@@ -48,18 +52,78 @@ def _is_hex(text: str) -> bool:
     return True
 
 
-def outcomes_from_returns(returns: Mapping[str, float]) -> dict[str, str]:
-    """Per seat: win if its return beats every other seat's, loss if below the best."""
-    outcomes = {}
-    for seat, value in returns.items():
-        others = [v for s, v in returns.items() if s != seat]
-        best_other = max(others)
-        outcomes[seat] = "win" if value > best_other else "loss" if value < best_other else "draw"
-    return outcomes
+class LeagueEnvRunner(MultiAgentEnvRunner):
+    """A MultiAgentEnvRunner for league play.
+
+    - Builds every module inference-only: with explicit per-module specs RLlib 2.60
+      does not set the flag on them, so runners would otherwise build value nets.
+    - Buffers one match record per finished episode (`record_match`, called by the
+      `MatchRecorder` callback) until the driver takes them (`drain_matches`).
+    - Swaps frozen modules and installs a new plan in one actor call
+      (`update_league`), so no `sample()` sees new modules with an old plan.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._matches: list[dict[str, Any]] = []
+        self._reset_before_sampling = False
+        super().__init__(*args, **kwargs)
+
+    @override(MultiAgentEnvRunner)
+    def make_module(self) -> None:
+        env = self.env.unwrapped if self.env is not None else None
+        spec = self.config.get_multi_rl_module_spec(
+            env=env, spaces=self.get_spaces(), inference_only=True
+        )
+        for module_spec in spec.rl_module_specs.values():
+            module_spec.inference_only = True
+        self.module = spec.build()
+        self.module.foreach_module(lambda _mid, mod: mod.to(self._device))
+
+    @override(MultiAgentEnvRunner)
+    def sample(self, *, force_reset: bool = False, **kwargs: Any) -> Any:
+        # Episodes in flight may name a module `update_league` removed: start over.
+        force_reset = force_reset or self._reset_before_sampling
+        self._reset_before_sampling = False
+        return super().sample(force_reset=force_reset, **kwargs)
+
+    def record_match(self, match: dict[str, Any]) -> None:
+        self._matches.append(match)
+
+    def drain_matches(self) -> list[dict[str, Any]]:
+        """Take (and clear) the buffered matches: each leaves the runner once."""
+        matches, self._matches = self._matches, []
+        return matches
+
+    def module_ids(self) -> tuple[int, list[str]]:
+        return self.worker_index, sorted(self.module.keys())
+
+    def update_league(
+        self,
+        *,
+        add: Mapping[str, tuple[RLModuleSpec, Mapping[str, Any]]],
+        remove: Sequence[str],
+        mapping: PlanMapping,
+    ) -> list[str]:
+        """Add/remove frozen modules and install the new plan's mapping.
+
+        Actor calls run one at a time, so this is atomic with respect to sampling.
+        Unfinished episodes produce no match record, so the forced reset after a
+        removal loses no record. Returns the runner's module ids afterwards.
+        """
+        for module_id, (spec, weights) in add.items():
+            if module_id not in self.module:
+                self.module.add_module(module_id, spec.build())
+            self.module[module_id].set_state(dict(weights))
+        removed = [m for m in remove if m in self.module]
+        for module_id in removed:
+            self.module.remove_module(module_id)
+        self.config.multi_agent(policy_mapping_fn=mapping)
+        self._reset_before_sampling = self._reset_before_sampling or bool(removed)
+        return sorted(self.module.keys())
 
 
 class MatchRecorder(RLlibCallback):
-    """Buffers one match dict per finished episode on the env runner that played it."""
+    """Hands one match dict per finished episode to the league env runner."""
 
     def on_episode_end(
         self,
@@ -69,7 +133,7 @@ class MatchRecorder(RLlibCallback):
         env_runner: Any = None,
         **kwargs: Any,
     ) -> None:
-        if env_runner is None:
+        if not isinstance(env_runner, LeagueEnvRunner):
             return
         chunks = [*(prev_episode_chunks or []), episode]
         returns: dict[str, float] = {}
@@ -78,49 +142,11 @@ class MatchRecorder(RLlibCallback):
                 returns[agent_id] = returns.get(agent_id, 0.0) + float(sa_episode.get_return())
         if len(returns) < 2:
             return
-        match = {
-            "episode_id": episode.id_,
-            "modules": {agent: episode.module_for(agent) for agent in returns},
-            "outcomes": outcomes_from_returns(returns),
-            "length": int(sum(len(chunk) for chunk in chunks)),
-        }
-        buffer = getattr(env_runner, _BUFFER_ATTR, None)
-        if buffer is None:
-            buffer = []
-            setattr(env_runner, _BUFFER_ATTR, buffer)
-        buffer.append(match)
-
-
-def drain_matches(env_runner: Any) -> list[dict]:
-    """Take (and clear) the runner's buffered matches: each leaves the runner once."""
-    buffer = getattr(env_runner, _BUFFER_ATTR, None) or []
-    setattr(env_runner, _BUFFER_ATTR, [])
-    return buffer
-
-
-def update_runner(
-    env_runner: Any,
-    *,
-    add: Mapping[str, tuple[RLModuleSpec, Mapping[str, Any]]],
-    remove: Sequence[str],
-    mapping: PlanMapping,
-) -> list[str]:
-    """Swap frozen modules and install the new plan, in one actor call.
-
-    Actor calls run one at a time, so no sample() sees new modules with an old plan
-    or the reverse. Episodes in flight may still name a removed module; they are
-    dropped by forcing a reset (unfinished episodes produce no match record).
-    Returns the runner's module ids afterwards.
-    """
-    module = env_runner.module
-    for module_id, (spec, weights) in add.items():
-        if module_id not in module:
-            module.add_module(module_id, spec.build())
-        module[module_id].set_state(dict(weights))
-    removed = [m for m in remove if m in module]
-    for module_id in removed:
-        module.remove_module(module_id)
-    env_runner.config.multi_agent(policy_mapping_fn=mapping)
-    if removed:
-        env_runner._needs_initial_reset = True
-    return sorted(module.keys())
+        env_runner.record_match(
+            {
+                "episode_id": episode.id_,
+                "modules": {agent: episode.module_for(agent) for agent in returns},
+                "outcomes": outcomes_from_returns(returns),
+                "length": int(sum(len(chunk) for chunk in chunks)),
+            }
+        )

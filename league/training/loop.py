@@ -1,26 +1,24 @@
 """The training loop behind `league train`: build, (resume,) iterate, evaluate, checkpoint.
 
-Run directory layout:
-
-    config.json              the TrainConfig of the run (resume reads it back)
-    progress.jsonl           one JSON line per iteration
-    checkpoints/iter_NNNNNN  RLlib Algorithm checkpoints (`save_to_path`)
-    checkpoints/latest.json  which checkpoint is complete and newest, with env steps
-    players/<id>/            each trainable player's latest weights as a snapshot
+One iteration, top to bottom (`train` -> `run_iteration`):
+`algo.train()` samples and updates; in league mode `LeagueDriver.step` records the
+matches and applies the league's decisions, and the store commits the league
+state with the iteration's matches; every `eval_interval` iterations the main is
+evaluated against the game's reference opponents; the resulting `IterationRecord`
+goes to every sink (terminal, progress.jsonl, TensorBoard, the coordinator's
+status and metrics); every `checkpoint_interval` iterations a checkpoint records
+the store's sequence number. The run directory's layout is `league.run.RunDir`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import shutil
 import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,55 +26,22 @@ import ray
 
 from envs.opponents import make_opponent
 from league.config import TrainConfig
-from league.snapshot import SnapshotPolicy, player_metadata, save_snapshot
+from league.core.outcomes import SeatRecord
+from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, write_json_atomic
+from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save_snapshot
 from league.store import LeagueStore, open_store
-from league.tools.evaluation import REFERENCE_OPPONENTS, SeatRecord, evaluate
+from league.tools.evaluation import REFERENCE_OPPONENTS, evaluate
 from league.training.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
 from league.training.driver import LeagueDriver
+from league.training.sinks import (
+    ProgressFile,
+    TensorBoardSink,
+    format_evaluation,
+    format_league,
+    format_progress,
+)
 
 CHECKPOINTS_KEPT = 2
-
-
-class RunDirError(ValueError):
-    """A run directory that cannot be used as asked (e.g. resume without a checkpoint)."""
-
-
-@dataclass
-class RunDir:
-    path: Path
-
-    @property
-    def config_file(self) -> Path:
-        return self.path / "config.json"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.path / "checkpoints"
-
-    @property
-    def latest_file(self) -> Path:
-        return self.checkpoints / "latest.json"
-
-    def player_dir(self, player: str) -> Path:
-        return self.path / "players" / player
-
-    def latest_checkpoint(self) -> dict[str, Any]:
-        if not self.path.is_dir():
-            raise RunDirError(f"run dir {str(self.path)!r} does not exist")
-        if not self.latest_file.is_file():
-            raise RunDirError(f"run dir {str(self.path)!r} has no checkpoint to resume from")
-        return json.loads(self.latest_file.read_text())
-
-    def load_config(self) -> dict[str, Any]:
-        if not self.config_file.is_file():
-            raise RunDirError(f"run dir {str(self.path)!r} has no config.json")
-        return json.loads(self.config_file.read_text())
-
-
-def _write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -91,7 +56,7 @@ def player_policy(algo: Any, cfg: TrainConfig, player: str) -> tuple[SnapshotPol
     """The player's current weights (from the learner) as a Ray-free policy."""
     state = algo.learner_group.get_weights(module_ids=[player])[player]
     meta = player_metadata(cfg.env, cfg.model_config, player, env_steps=0)
-    policy_state = {k: np.asarray(v) for k, v in state.items() if k.startswith("policy_net.")}
+    policy_state = {k: np.asarray(v) for k, v in state.items() if k.startswith(POLICY_PREFIX)}
     return SnapshotPolicy(meta, policy_state), policy_state
 
 
@@ -104,37 +69,9 @@ def evaluate_against_references(
     }
 
 
-def format_evaluation(results: dict[str, list[SeatRecord]]) -> str:
-    parts = []
-    for name, seats in results.items():
-        per_seat = " / ".join(
-            f"W{r.rate('wins'):.2f} D{r.rate('draws'):.2f} L{r.rate('losses'):.2f}" for r in seats
-        )
-        parts.append(f"vs {name} {per_seat}")
-    return "eval (greedy, first / second seat): " + " | ".join(parts)
-
-
-def format_progress(
-    iteration: int, env_steps: int, steps_per_s: float, result: dict, first_seat: str
-) -> str:
-    runners = result.get("env_runners", {})
-    learner = result.get("learners", {}).get(MAIN_PLAYER, {})
-    returns = runners.get("agent_episode_returns_mean", {}) or {}
-    first_return = returns.get(first_seat, float("nan"))
-    return (
-        f"iter {iteration:4d} | env steps {env_steps:>9,d} | {steps_per_s:7,.0f} steps/s | "
-        f"episodes {int(runners.get('num_episodes', 0)):5d} | "
-        f"ep len {runners.get('episode_len_mean', float('nan')):5.1f} | "
-        f"first-seat return {first_return:+.2f} | "
-        f"policy loss {learner.get('policy_loss', float('nan')):+.3f} | "
-        f"vf loss {learner.get('vf_loss', float('nan')):.3f} | "
-        f"entropy {learner.get('entropy', float('nan')):.3f}"
-    )
-
-
 def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[RunDir, dict[str, Any] | None]:
     """Check the run dir for a new run or a resume; write config.json for a new run."""
-    run = RunDir(Path(cfg.run_dir))
+    run = RunDir(cfg.run_dir)
     if resume:
         return run, run.latest_checkpoint()
     if run.latest_file.is_file():
@@ -143,13 +80,13 @@ def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[RunDir, dict[str, Any] 
             "or choose another --run-dir"
         )
     run.path.mkdir(parents=True, exist_ok=True)
-    _write_json_atomic(run.config_file, cfg.to_dict())
+    write_json_atomic(run.config_file, cfg.to_dict())
     return run, None
 
 
 def resume_config(run_dir: str, overrides: dict[str, Any]) -> TrainConfig:
     """The stored config of a run, with explicitly given values on top."""
-    run = RunDir(Path(run_dir))
+    run = RunDir(run_dir)
     run.latest_checkpoint()  # refuse early when there is nothing to resume
     stored = run.load_config()
     stored.update(overrides)
@@ -161,7 +98,8 @@ class TrainControl:
     """Hooks through which a service (the coordinator actor) steers the loop.
 
     The loop runs in one thread; pause/resume/stop come from others. Each finished
-    iteration is published as a JSON-able record for status queries and metrics.
+    iteration's record is published for status queries and metrics, with the
+    league's snapshot registry beside it.
     """
 
     def __init__(self) -> None:
@@ -169,8 +107,9 @@ class TrainControl:
         self._running = threading.Event()
         self._running.set()
         self._lock = threading.Lock()
-        self.latest: dict[str, Any] = {}
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.latest: IterationRecord | None = None
+        self.snapshots: dict[str, dict[str, Any]] = {}
+        self.listeners: list[Callable[[IterationRecord], None]] = []
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -193,15 +132,11 @@ class TrainControl:
         while not self._running.wait(timeout=0.2):
             pass
 
-    def publish(self, record: dict[str, Any]) -> None:
+    def publish(self, record: IterationRecord, snapshots: dict[str, dict[str, Any]]) -> None:
         with self._lock:
-            self.latest = record
+            self.latest, self.snapshots = record, snapshots
         for listener in self.listeners:
             listener(record)
-
-    def snapshot(self) -> dict[str, Any]:
-        with self._lock:
-            return dict(self.latest)
 
 
 def _stop_on_sigterm() -> None:
@@ -214,6 +149,87 @@ def _stop_on_sigterm() -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)
+
+
+def start_ray(cfg: TrainConfig, log: Callable[[str], None]) -> None:
+    """Join the cluster in RAY_ADDRESS (a Ray job), or start a local Ray instance
+    with its dashboard (unless `dashboard` is off) and say where it is."""
+    if ray.is_initialized():
+        return
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init()
+        return
+    context = ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=cfg.dashboard)
+    if cfg.dashboard and context.dashboard_url:
+        log(f"Ray dashboard: http://{context.dashboard_url}")
+
+
+def learner_stats(result: dict[str, Any], modules: list[str]) -> dict[str, dict[str, float]]:
+    """Per trained module, RLlib's scalar learner stats (losses, entropy, ...)."""
+    learners = result.get("learners", {})
+    return {
+        module: {
+            k: float(v)
+            for k, v in learners[module].items()
+            if isinstance(v, int | float | np.number)
+        }
+        for module in modules
+        if module in learners
+    }
+
+
+def run_iteration(
+    algo: Any,
+    cfg: TrainConfig,
+    iteration: int,
+    env_steps: int,
+    driver: LeagueDriver | None,
+    store: LeagueStore | None,
+    store_seq: int,
+) -> tuple[IterationRecord, int]:
+    """One training iteration and its league step; returns its record and the
+    store's new sequence number."""
+    started = time.perf_counter()
+    result = algo.train()
+    elapsed = time.perf_counter() - started
+    runners = result.get("env_runners", {})
+    sampled = int(runners.get("num_env_steps_sampled", 0))
+    returns = runners.get("agent_episode_returns_mean", {}) or {}
+    record = IterationRecord(
+        iteration=iteration,
+        env_steps=env_steps + sampled,
+        seconds=elapsed,
+        steps_per_s=sampled / elapsed,
+        episodes=int(runners.get("num_episodes", 0)),
+        episode_len_mean=runners.get("episode_len_mean"),
+        first_seat_return=returns.get(game_seats(cfg.env)[0]),
+        learners=learner_stats(result, trainable_players(cfg)),
+    )
+    if driver is not None and store is not None:
+        started = time.perf_counter()
+        report = driver.step(iteration, result)
+        step_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        store_seq = store.commit(
+            driver.get_state(), [r.to_dict() for r in report.records], expected_seq=store_seq
+        )
+        record.league = LeagueRecord(
+            size=len(driver.league.snapshots),
+            active_set=list(report.active_set),
+            matches=report.matches,
+            new_snapshots=list(report.new_snapshots),
+            retired=list(report.retired),
+            resets=list(report.resets),
+            ratings=driver.league.ratings.as_dict(),
+            role_scores=report.role_scores,
+            step_seconds=step_seconds,
+            store_seq=store_seq,
+            store_seconds=time.perf_counter() - started,
+        )
+    if cfg.eval_interval and iteration % cfg.eval_interval == 0:
+        policy, _ = player_policy(algo, cfg, MAIN_PLAYER)
+        record.eval = evaluate_against_references(cfg, policy, cfg.seed + iteration)
+    return record, store_seq
 
 
 def train(
@@ -232,25 +248,18 @@ def train(
             f"the league store {cfg.store or 'in ' + str(run.path)} already holds a league "
             f"(seq {store.seq()}); pass --resume, or use another store or namespace"
         )
-    if not ray.is_initialized():
-        if os.environ.get("RAY_ADDRESS"):  # a Ray job, or a user pointing at a cluster
-            ray.init()
-        else:
-            ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=False)
+    start_ray(cfg, log)
     _stop_on_sigterm()
     algo = build_ppo_config(cfg).build_algo()
-    driver = LeagueDriver(algo, cfg, run.path, seed=cfg.seed) if cfg.mode == "league" else None
+    driver = LeagueDriver(algo, cfg, run, seed=cfg.seed) if cfg.mode == "league" else None
     summary = TrainingSummary()
-    base_steps = 0
-    iteration = 0
-    store_seq = 0
+    env_steps = iteration = store_seq = 0
     if latest is not None:
-        checkpoint = run.checkpoints / latest["checkpoint"]
-        algo.restore_from_path(str(checkpoint))
+        algo.restore_from_path(str(run.checkpoints / latest["checkpoint"]))
         if driver is not None and store is not None:
             store_seq = restore_league(driver, store, int(latest.get("store_seq", 0)), log)
-        base_steps, iteration = int(latest["env_steps"]), int(latest["iteration"])
-        log(f"resumed {run.path} at iteration {iteration}, {base_steps:,d} env steps")
+        env_steps, iteration = int(latest["env_steps"]), int(latest["iteration"])
+        log(f"resumed {run.path} at iteration {iteration}, {env_steps:,d} env steps")
     elif driver is not None and store is not None:
         log(f"league seeded with {', '.join(driver.seed_league())}")
         store_seq = store.commit(driver.get_state(), [], expected_seq=0)
@@ -263,10 +272,9 @@ def train(
         f"{cfg.num_envs_per_env_runner} envs), stop at "
         f"{cfg.stop_timesteps or '-'} env steps / {stop_minutes or '-'} min; run dir {run.path}"
     )
-    env_steps = base_steps
-    seats = game_seats(cfg.env)
+    log(f"TensorBoard: tensorboard --logdir {run.tensorboard}")
     last_saved_iteration = iteration if latest else -1
-    progress = (run.path / "progress.jsonl").open("a")
+    sinks = [ProgressFile(run), TensorBoardSink(run)]
     try:
         while env_steps < (cfg.stop_timesteps or float("inf")) and time.monotonic() < deadline:
             if control is not None:
@@ -277,57 +285,22 @@ def train(
                 if control.stop_requested():
                     log("stop requested: writing a final checkpoint")
                     break
-            started = time.perf_counter()
-            result = algo.train()
-            elapsed = time.perf_counter() - started
             iteration += 1
-            sampled = int(result.get("env_runners", {}).get("num_env_steps_sampled", 0))
-            env_steps += sampled
-            log(format_progress(iteration, env_steps, sampled / elapsed, result, seats[0]))
-            record: dict[str, Any] = {
-                "iteration": iteration,
-                "env_steps": env_steps,
-                "seconds": elapsed,
-                "episode_len_mean": result.get("env_runners", {}).get("episode_len_mean"),
-            }
-            if driver is not None and store is not None:
-                report = driver.step(iteration, result)
-                log(report.format(driver.league))
-                store_started = time.perf_counter()
-                store_seq = store.commit(
-                    driver.get_state(),
-                    [r.to_dict() for r in report.records],
-                    expected_seq=store_seq,
-                )
-                record["league"] = {
-                    "store_seq": store_seq,
-                    "store_seconds": time.perf_counter() - store_started,
-                    "size": len(driver.league.snapshots),
-                    "active_set": list(report.active_set),
-                    "matches": report.matches,
-                    "new_snapshots": list(report.new_snapshots),
-                    "retired": list(report.retired),
-                    "ratings": driver.league.ratings.as_dict(),
-                    "role_scores": report.role_scores,
-                }
-            if cfg.eval_interval and iteration % cfg.eval_interval == 0:
-                policy, _ = player_policy(algo, cfg, MAIN_PLAYER)
-                summary.evaluations = evaluate_against_references(cfg, policy, cfg.seed + iteration)
-                log(format_evaluation(summary.evaluations))
-                record["eval"] = {
-                    name: [r.__dict__ for r in records]
-                    for name, records in summary.evaluations.items()
-                }
-            progress.write(json.dumps(record) + "\n")
-            progress.flush()
+            record, store_seq = run_iteration(
+                algo, cfg, iteration, env_steps, driver, store, store_seq
+            )
+            env_steps = record.env_steps
+            log(format_progress(record, MAIN_PLAYER))
+            if record.league is not None:
+                log(format_league(record, cfg.league.active_set_size))
+            if record.eval is not None:
+                summary.evaluations = record.eval
+                log(format_evaluation(record))
+            for sink in sinks:
+                sink.write(record)
             if control is not None:
-                record["steps_per_s"] = sampled / elapsed
-                if driver is not None:
-                    record["snapshots"] = {
-                        sid: dataclasses.asdict(snap)
-                        for sid, snap in driver.league.snapshots.items()
-                    }
-                control.publish(record)
+                snapshots = driver.league.snapshots if driver is not None else {}
+                control.publish(record, {sid: asdict(s) for sid, s in snapshots.items()})
             if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
                 summary.checkpoint = save_checkpoint(
                     algo, cfg, run, iteration, env_steps, store, store_seq
@@ -336,7 +309,8 @@ def train(
     except KeyboardInterrupt:
         log("interrupted: writing a final checkpoint")
     finally:
-        progress.close()
+        for sink in sinks:
+            sink.close()
     if iteration != last_saved_iteration:
         summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, store, store_seq)
     log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
@@ -396,9 +370,9 @@ def save_checkpoint(
     previous checkpoint in charge. The store pins the recorded seq so that its
     pruning never drops the state a checkpoint needs.
     """
-    name = f"iter_{iteration:06d}"
+    checkpoint = run.checkpoint_dir(iteration)
     run.checkpoints.mkdir(parents=True, exist_ok=True)
-    algo.save_to_path(str(run.checkpoints / name))
+    algo.save_to_path(str(checkpoint))
     if store is not None:
         store.pin(store_seq)
     for player in trainable_players(cfg):
@@ -408,16 +382,15 @@ def save_checkpoint(
             state,
             player_metadata(cfg.env, cfg.model_config, player, env_steps),
         )
-    _write_json_atomic(
+    write_json_atomic(
         run.latest_file,
         {
-            "checkpoint": name,
+            "checkpoint": checkpoint.name,
             "iteration": iteration,
             "env_steps": env_steps,
             "store_seq": store_seq,
         },
     )
-    old = sorted(p for p in run.checkpoints.glob("iter_*") if p.is_dir())[:-CHECKPOINTS_KEPT]
-    for path in old:
+    for path in run.checkpoint_dirs()[:-CHECKPOINTS_KEPT]:
         shutil.rmtree(path, ignore_errors=True)
-    return str(run.checkpoints / name)
+    return str(checkpoint)

@@ -1,0 +1,139 @@
+"""`league train` flags come from the TrainConfig fields: names, types, choices, help.
+
+Fast: parsing only, no Ray (a parse error exits before `main` imports anything heavy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+import yaml
+
+from league.cli import build_parser, main, train_config_from_args
+from league.config import TrainConfig
+from league.core.config import LeagueConfig
+
+NON_FIELD_FLAGS = {"command", "config", "resume", "address", "detach"}
+
+
+def train_parser() -> argparse.ArgumentParser:
+    parser = build_parser()
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices["train"]
+
+
+def flag_actions() -> dict[str, argparse.Action]:
+    return {opt: a for a in train_parser()._actions for opt in a.option_strings}
+
+
+def expected_flags() -> dict[str, dataclasses.Field]:
+    """Flag name -> field, spelled out here independently of league.cli."""
+    flags = {}
+    for f in dataclasses.fields(TrainConfig):
+        if f.name == "league":
+            for lf in dataclasses.fields(LeagueConfig):
+                flags["--league." + lf.name.replace("_", "-")] = lf
+        else:
+            flags["--" + f.name.removesuffix("_").replace("_", "-")] = f
+    return flags
+
+
+def config_from(argv: list[str]) -> TrainConfig:
+    return train_config_from_args(build_parser().parse_args(["train", *argv]))
+
+
+def test_every_field_has_a_flag():
+    actions = flag_actions()
+    missing = sorted(set(expected_flags()) - set(actions))
+    assert not missing
+    assert "--lambda" in actions and "--lambda-" not in actions
+    # Booleans are on/off pairs, lists take several values.
+    assert "--no-shared-vf" in actions and "--no-episodes-to-numpy" in actions
+    assert actions["--hidden-sizes"].nargs == "+"
+
+
+def test_flag_help_is_the_field_help_plus_default():
+    actions = flag_actions()
+    for flag, f in expected_flags().items():
+        assert f.metadata["help"] in actions[flag].help, flag
+        assert "(default: " in actions[flag].help, flag
+    assert actions["--lr"].help.endswith("(default: 0.0003)")
+    assert actions["--hidden-sizes"].help.endswith("(default: 256 256)")
+    assert actions["--stop-timesteps"].help.endswith("(default: none)")
+
+
+def test_help_renders_and_lists_choices():
+    text = train_parser().format_help()
+    assert "--mode {league,selfplay}" in text
+    assert "--env {connect_four,rps,tictactoe}" in text
+    assert "--league.max-snapshots INT" in text
+
+
+def test_flags_parse_into_train_config():
+    cfg = config_from(
+        ["--lr", "0.001", "--hidden-sizes", "64", "64", "--no-shared-vf", "--world-model"]
+        + ["--lambda", "0.9", "--env", "connect_four", "--mode", "selfplay"]
+        + ["--num-cpus", "3", "--stop-minutes", "2.5", "--league.max-snapshots", "10"]
+    )
+    assert cfg.lr == 0.001
+    assert cfg.hidden_sizes == [64, 64]
+    assert cfg.shared_vf is False and cfg.world_model is True
+    assert cfg.lambda_ == 0.9
+    assert (cfg.env, cfg.mode) == ("connect_four", "selfplay")
+    assert cfg.num_cpus == 3 and cfg.stop_minutes == 2.5
+    assert cfg.league.max_snapshots == 10
+    assert cfg.league.active_set_size == LeagueConfig().active_set_size
+
+
+def test_absent_flags_leave_no_value_behind():
+    args = build_parser().parse_args(["train"])
+    assert set(vars(args)) == NON_FIELD_FLAGS
+
+
+def test_flags_override_only_their_own_config_file_keys(tmp_path):
+    path = tmp_path / "cfg.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "lr": 0.005,
+                "seed": 7,
+                "shared_vf": True,
+                "hidden_sizes": [32],
+                "stop_timesteps": 1000,
+                "league": {"max_snapshots": 5, "active_set_size": 3},
+            }
+        )
+    )
+    cfg = config_from(["--config", str(path), "--seed", "3", "--league.active-set-size", "2"])
+    assert (cfg.lr, cfg.shared_vf, cfg.hidden_sizes) == (0.005, True, [32])
+    assert cfg.seed == 3
+    assert (cfg.league.max_snapshots, cfg.league.active_set_size) == (5, 2)
+
+    cfg = config_from(["--config", str(path), "--no-shared-vf", "--stop-timesteps", "none"])
+    assert cfg.shared_vf is False and cfg.stop_timesteps is None
+    assert cfg.league.active_set_size == 3
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--lr", "abc"], "argument --lr: invalid float value: 'abc'"),
+        (["--hidden-sizes", "64", "x"], "argument --hidden-sizes: invalid int value: 'x'"),
+        (["--hidden-sizes"], "argument --hidden-sizes: expected at least one argument"),
+        (["--stop-timesteps", "soon"], "argument --stop-timesteps: invalid int value"),
+        (["--env", "chess"], "unknown game 'chess'; known games: connect_four, rps, tictactoe"),
+        (["--mode", "ladder"], "unknown mode 'ladder'; known modes: league, selfplay"),
+        (["--league.max-snapshots", "1.5"], "argument --league.max-snapshots: invalid int"),
+        (["--shared-vf", "yes"], "unrecognized arguments: yes"),
+    ],
+)
+def test_bad_value_is_one_error_line(capsys, argv, expected):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *argv])
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1
+    assert err.startswith("league: error:") and expected in err
