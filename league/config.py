@@ -12,7 +12,6 @@ import dataclasses
 import tomllib
 import types
 import typing
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,24 +20,12 @@ import yaml
 
 from envs.registry import GAMES, get_game
 from league.core.config import LeagueConfig
+from league.core.config import field_help as _help
 from rlmodules.networks import ACTIVATIONS, DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES
 
 
 class ConfigError(ValueError):
     """A config file or value that cannot be used."""
-
-
-def _help(text: str, choices: Iterable[str] = (), noun: str = "") -> dict[str, Any]:
-    """Field metadata: help text, and the allowed values when there is a fixed set.
-
-    `noun` names one value in error messages (default: the field name).
-    """
-    meta: dict[str, Any] = {"help": text}
-    if choices:
-        meta["choices"] = tuple(choices)
-    if noun:
-        meta["noun"] = noun
-    return meta
 
 
 MODES = ("league", "selfplay")

@@ -227,23 +227,6 @@ def test_league_exploiter_pfsp_over_all_snapshots() -> None:
     assert dist == pytest.approx({"main_0@0": 0.25 / 0.5, "main_exploiter_0@0": 0.25 / 0.5})
 
 
-def test_choose_opponent_samples_the_distribution() -> None:
-    league = League(small_cfg())
-    league.take_snapshot("main_0", 0)
-    role = league.role("main_exploiter_0")
-    rng = np.random.default_rng(7)
-    picks = [role.choose_opponent(league.view(), rng) for _ in range(4000)]
-    assert set(picks) == {"main_0", "main_0@0"}
-    assert abs(picks.count("main_0") / 4000 - 0.5) < 0.04
-    rng_a, rng_b = np.random.default_rng(3), np.random.default_rng(3)
-    assert [role.choose_opponent(league.view(), rng_a) for _ in range(50)] == [
-        role.choose_opponent(league.view(), rng_b) for _ in range(50)
-    ]
-
-
-# ---- snapshot gate ------------------------------------------------------------
-
-
 def test_gate_needs_win_rate_and_min_games() -> None:
     league = League(small_cfg())
     league.take_snapshot("main_0", 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +15,20 @@ from league.core.ids import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, ROLE_NAMES, 
 from league.core.pfsp import WEIGHTINGS
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
+def field_help(text: str, choices: Iterable[str] = (), noun: str = "") -> dict[str, Any]:
+    """Field metadata: help text, and the allowed values when there is a fixed set.
+
+    `noun` names one value in error messages (default: the field name).
+    """
+    meta: dict[str, Any] = {"help": text}
+    if choices:
+        meta["choices"] = tuple(choices)
+    if noun:
+        meta["noun"] = noun
+    return meta
+
+
+_help = field_help
 
 
 @dataclass(frozen=True)

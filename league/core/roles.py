@@ -32,7 +32,6 @@ from league.core.config import LeagueConfig
 from league.core.ids import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, parse_module_id
 from league.core.model import LeagueView, Reset
 from league.core.pfsp import pfsp_weights
-from league.core.sampling import sample_index
 
 
 @dataclass(frozen=True)
@@ -95,11 +94,6 @@ class Role:
     ) -> dict[str, float]:
         """Opponent module id -> probability (positive, summing to 1)."""
         return mix(self.opponent_branches(view), allowed)
-
-    def choose_opponent(self, view: LeagueView, rng: np.random.Generator) -> str:
-        """One opponent drawn from ``opponent_distribution``."""
-        dist = self.opponent_distribution(view)
-        return list(dist)[sample_index(list(dist.values()), rng)]
 
     def targets(self, view: LeagueView) -> list[str]:
         """The opponents this role is judged against by the snapshot gate."""

@@ -110,12 +110,19 @@ class RetryPolicy:
         return (self.retries + 1) * per_attempt + sum(self.sleeps())
 
 
-def check_state(state: Any) -> Mapping[str, Any]:
-    """The state to commit must be a JSON object (``state()`` returns a dict);
-    whether it is JSON-able is checked by ``dumps``. Done before any I/O."""
+def check_commit_args(
+    state: Any, matches: Any, expected_seq: int
+) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
+    """Everything about a commit that can be wrong, checked before any I/O: the
+    state must be a JSON object (``state()`` returns a dict; whether it is JSON-able
+    is checked by ``dumps``), the matches a list of dicts, the seq an int >= 0.
+    Returns the matches as a list (a generator would be spent by later checks)."""
+    _check_seq_arg(expected_seq, "expected_seq")
     if not isinstance(state, Mapping):
         raise StoreError(f"state must be a dict, got {type(state).__name__}")
-    return state
+    if isinstance(matches, (str, bytes, Mapping)):
+        raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
+    return state, list(matches)
 
 
 def check_schema(schema: int, where: str) -> None:

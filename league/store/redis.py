@@ -65,8 +65,8 @@ from league.store.base import (
     StoreError,
     StoreUnavailableError,
     _check_seq_arg,
+    check_commit_args,
     check_schema,
-    check_state,
     dumps,
     match_episode_ids,
     prunable,
@@ -248,12 +248,7 @@ class RedisStore(LeagueStore):
     def commit(
         self, state: Mapping[str, Any], matches: Sequence[Mapping[str, Any]], *, expected_seq: int
     ) -> int:
-        _check_seq_arg(expected_seq, "expected_seq")
-        # Everything that can fail on bad input fails here, before any I/O.
-        check_state(state)
-        if isinstance(matches, (str, bytes, Mapping)):
-            raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
-        matches = list(matches)  # a generator would be spent by the id check
+        state, matches = check_commit_args(state, matches, expected_seq)
         ids = match_episode_ids(matches)
         state_json = dumps(state, "state")
         match_jsons = [

@@ -18,8 +18,8 @@ from league.store.base import (
     StoreError,
     StoreUnavailableError,
     _check_seq_arg,
+    check_commit_args,
     check_schema,
-    check_state,
     dumps,
     prunable,
 )
@@ -158,11 +158,7 @@ class SQLiteStore(LeagueStore):
     def commit(
         self, state: Mapping[str, Any], matches: Sequence[Mapping[str, Any]], *, expected_seq: int
     ) -> int:
-        _check_seq_arg(expected_seq, "expected_seq")
-        check_state(state)
-        if isinstance(matches, (str, bytes, Mapping)):
-            raise StoreError(f"matches must be a list of dicts, got {type(matches).__name__}")
-        matches = list(matches)
+        state, matches = check_commit_args(state, matches, expected_seq)
         with self._write() as conn:
             current = self._meta(conn, "seq") or 0
             if current != expected_seq:
