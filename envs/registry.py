@@ -7,8 +7,8 @@ Parallel for simultaneous-move games.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -27,6 +27,10 @@ class Game:
     kind: Literal["turn_based", "simultaneous"]
     make: Callable[[], Any]
     description: str
+    train_defaults: Mapping[str, Any] = field(default_factory=dict)
+    """TrainConfig values that suit this game best (measured; see README's league
+    benchmark). They replace the generic defaults, and config files and flags
+    replace them; the nested `league` mapping merges key by key."""
 
 
 def _rps() -> MaskedObservations:
@@ -36,8 +40,31 @@ def _rps() -> MaskedObservations:
 GAMES: dict[str, Game] = {
     game.name: game
     for game in (
-        Game("tictactoe", "turn_based", tictactoe_v3.env, "tictactoe_v3: 3x3, two players"),
-        Game("connect_four", "turn_based", connect_four_v3.env, "connect_four_v3: 6x7"),
+        Game(
+            "tictactoe",
+            "turn_based",
+            tictactoe_v3.env,
+            "tictactoe_v3: 3x3, two players",
+            # Random openings and a higher entropy bonus keep self-play off a single
+            # deterministic line (plain self-play left the second seat exploitable).
+            train_defaults={
+                "hidden_sizes": [128, 128],
+                "lr": 5e-4,
+                "entropy_coeff": 0.03,
+                "random_opening_moves": 3,
+                "num_epochs": 8,
+                "minibatch_size": 500,
+                "eval_interval": 10,
+                "eval_games": 200,
+            },
+        ),
+        Game(
+            "connect_four",
+            "turn_based",
+            connect_four_v3.env,
+            "connect_four_v3: 6x7",
+            train_defaults={"random_opening_moves": 2, "eval_interval": 10},
+        ),
         Game("rps", "simultaneous", _rps, "rps_v2: 15 simultaneous rounds"),
     )
 }

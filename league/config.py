@@ -197,6 +197,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
+        """A config from explicitly given values over the game's own defaults
+        (`envs.registry.Game.train_defaults`) over the field defaults."""
+        values = with_game_defaults(values)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -212,6 +215,18 @@ class TrainConfig:
                     f"{source}: {name} must be {_type_name(hints[name])}, got {value!r}"
                 )
         return cls(**values)
+
+
+def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
+    """`values` over its game's `train_defaults` (nested `league` merged key by key)."""
+    game = values.get("env", TrainConfig.env)
+    if not isinstance(game, str) or game not in GAMES:
+        return values  # __post_init__ names the problem
+    merged = {**GAMES[game].train_defaults, **values}
+    league_defaults = GAMES[game].train_defaults.get("league")
+    if isinstance(league_defaults, dict) and isinstance(values.get("league"), dict):
+        merged["league"] = {**league_defaults, **values["league"]}
+    return merged
 
 
 def check_choice(f: dataclasses.Field[Any], value: Any) -> None:

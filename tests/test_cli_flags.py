@@ -137,3 +137,24 @@ def test_bad_value_is_one_error_line(capsys, argv, expected):
     assert out == ""
     assert len(err.splitlines()) == 1
     assert err.startswith("league: error:") and expected in err
+
+
+def test_a_game_brings_its_own_defaults_and_flags_override_them(tmp_path):
+    from envs.registry import get_game
+
+    tuned = get_game("tictactoe").train_defaults
+    assert tuned, "tictactoe has measured defaults"
+    cfg = config_from(["--env", "tictactoe"])
+    for name, value in tuned.items():
+        assert getattr(cfg, name) == value, name
+    assert config_from(["--env", "tictactoe", "--entropy-coeff", "0.2"]).entropy_coeff == 0.2
+    file = tmp_path / "c.yaml"
+    file.write_text(yaml.safe_dump({"env": "tictactoe", "lr": 0.002}))
+    from_file = config_from(["--config", str(file)])
+    assert from_file.lr == 0.002 and from_file.entropy_coeff == tuned["entropy_coeff"]
+    # Another game does not inherit tictactoe's tuning.
+    generic = TrainConfig()
+    other = config_from(["--env", "connect_four"])
+    assert (
+        other.entropy_coeff == generic.entropy_coeff and other.hidden_sizes == generic.hidden_sizes
+    )

@@ -76,12 +76,17 @@ def test_fallback_to_self_play_without_snapshots() -> None:
     assert plan.opponent_distribution("league_exploiter_0") == {"main_0": 1.0}
 
 
-def test_learners_are_uniform_and_weightable() -> None:
-    league = League(cfg())
+@pytest.mark.parametrize("share", [0.5, 0.8, 1 / 3])
+def test_learners_follow_the_main_share_and_are_weightable(share: float) -> None:
+    league = League(cfg(main_learner_share=share))
     rng = np.random.default_rng(3)
     freq = frequencies([build_plan(league, []).sample_learner(rng) for _ in range(3000)])
+    expected = {
+        "main_0": share,
+        **dict.fromkeys(["main_exploiter_0", "league_exploiter_0"], (1 - share) / 2),
+    }
     for player in league.players:
-        assert within(freq[player], 1 / 3, n=3000)
+        assert within(freq[player], expected[player], n=3000)
     plan = build_plan(league, [], learner_weights={"main_0": 3.0, "main_exploiter_0": 1.0})
     assert plan.learner_probs == (0.75, 0.25, 0.0)
     freq = frequencies([plan.sample_learner(rng) for _ in range(N)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 
+import numpy as np
 import pytest
 
 from league.core.match import MatchRecord, pairwise_scores
@@ -168,3 +169,48 @@ def test_match_record_validation(kwargs: dict) -> None:
     }
     with pytest.raises(ValueError):
         MatchRecord(**{**base, **kwargs})
+
+
+# ---- the league's Nash (league.core.nash) -------------------------------------------
+
+
+def test_maximin_of_rock_paper_scissors_is_uniform_with_value_zero():
+    from league.core.nash import maximin
+
+    rps = np.array([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], dtype=float)
+    weights, value = maximin(rps)
+    assert weights == pytest.approx([1 / 3] * 3, abs=1e-7)
+    assert value == pytest.approx(0.0, abs=1e-9)
+
+
+def test_maximin_of_a_biased_game_matches_the_closed_form():
+    from league.core.nash import maximin
+
+    # Row plays x on the first row: 4x - 1 against column 0, 1 - 2x against column 1;
+    # they are equal at x = 1/3, where the value is 1/3.
+    game = np.array([[3.0, -1.0], [-1.0, 1.0]])
+    weights, value = maximin(game)
+    assert weights == pytest.approx([1 / 3, 2 / 3], abs=1e-7)
+    assert value == pytest.approx(1 / 3, abs=1e-7)
+
+
+def test_league_nash_puts_all_weight_on_a_dominant_module():
+    from league.core.nash import nash_weights
+
+    table = PayoffTable(decay=1.0, min_games=0.0)
+    for _ in range(10):
+        table.add_result("strong", "weak", 1.0)
+        table.add_result("strong", "mid", 1.0)
+        table.add_result("mid", "weak", 1.0)
+    assert nash_weights(table, ["weak", "mid", "strong"]) == pytest.approx({"strong": 1.0})
+
+
+def test_league_nash_of_a_cycle_mixes_all_three():
+    from league.core.nash import nash_weights
+
+    table = PayoffTable(decay=1.0, min_games=0.0)
+    for a, b in (("rock", "scissors"), ("scissors", "paper"), ("paper", "rock")):
+        for _ in range(10):
+            table.add_result(a, b, 1.0)
+    weights = nash_weights(table, ["rock", "paper", "scissors"])
+    assert weights == pytest.approx(dict.fromkeys(["rock", "paper", "scissors"], 1 / 3), abs=1e-7)

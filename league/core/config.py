@@ -47,6 +47,16 @@ class LeagueConfig:
         metadata=_help("Number of league exploiters (hunt the whole league)."),
     )
 
+    # Compute split.
+    main_learner_share: float = field(
+        default=0.5,
+        metadata=_help(
+            "Share of episodes whose learning seat is a main agent (split evenly among "
+            "mains); exploiters share the rest. The main is the product: it should get "
+            "most of the samples and updates."
+        ),
+    )
+
     # Main agent opponent mix.
     main_self_play_prob: float = field(
         default=0.35, metadata=_help("Main agent: share of self-play vs mains.")
@@ -175,6 +185,7 @@ class LeagueConfig:
             _check_int(self, name, minimum=0)
         _check_int(self, "num_main_agents", minimum=1)
         for name in (
+            "main_learner_share",
             "main_self_play_prob",
             "main_pfsp_prob",
             "main_forgotten_prob",
@@ -215,6 +226,15 @@ class LeagueConfig:
         _check_float(self, "elo_initial")
         _check_float(self, "elo_k", low=0.0, open_low=True)
         _check_float(self, "elo_scale", low=0.0, open_low=True)
+
+    def learner_weights(self) -> dict[str, float]:
+        """Trainable player -> probability of being an episode's learner."""
+        mains = self.player_ids(MAIN)
+        others = [p for p in self.player_ids() if p not in mains]
+        main_share = self.main_learner_share if others else 1.0
+        weights = dict.fromkeys(mains, main_share / len(mains))
+        weights.update(dict.fromkeys(others, (1.0 - main_share) / len(others) if others else 0.0))
+        return weights
 
     def player_ids(self, role: str | None = None) -> tuple[str, ...]:
         """Trainable player ids, in creation order (mains first)."""

@@ -145,8 +145,8 @@ def build_plan(
 
     Each role's branches are restricted to the trainable players and the active
     set: a branch keeps its share (a main still gets its 35/50/15 split) and PFSP
-    just runs over fewer candidates. Learners are weighted uniformly unless
-    ``learner_weights`` says otherwise (e.g. to give mains more episodes). No
+    just runs over fewer candidates. Learners are weighted by the config's
+    ``main_learner_share`` unless ``learner_weights`` says otherwise. No
     randomness: the plan is an exact function of the league, and env runners
     sample from it.
     """
@@ -161,7 +161,8 @@ def build_plan(
         raise ValueError(f"active set names unknown snapshots: {unknown}")
     branches = branches if branches is not None else opponent_branches(league)
     learners = tuple(league.players)
-    weights = [1.0] * len(learners)
+    configured = league.cfg.learner_weights()
+    weights = [configured.get(p, 0.0) for p in learners]
     if learner_weights is not None:
         unknown = sorted(set(learner_weights) - set(learners))
         if unknown:

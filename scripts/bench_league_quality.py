@@ -1,0 +1,133 @@
+"""League vs plain self-play: same machine, same wall-clock, defaults only.
+
+For each game, `league train --env GAME --mode selfplay` and `--mode league` run one
+after the other for the same number of minutes (nothing else should run on the
+machine meanwhile), then each run's `main_0` is measured exactly where the game
+allows it:
+
+- rps: exact exploitability per round (a best response over the 15 rounds, by
+  dynamic programming on what the policy observes; 0 = uniform play);
+- tictactoe: exact exploitability in both seats, greedy and sampled (full game-tree
+  best response), and W/D/L against a uniformly random player;
+- connect_four: the two mains head to head (both sampling, seats alternating).
+
+    .venv/bin/python scripts/bench_league_quality.py [--games rps tictactoe] [--minutes 15]
+        [--out runs/quality] [--random-games 1000] [--h2h-games 1000]
+
+Runs that already finished in OUT are measured again, not retrained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from envs.opponents import RandomPlayer
+from league.run import RunDir
+from league.snapshot import load_policy
+from league.store import open_store
+from league.tools.evaluation import evaluate
+from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
+
+MODES = ("selfplay", "league")
+MAIN = "main_0"
+LEAGUE_CLI = str(Path(sys.executable).with_name("league"))
+
+
+def train(game: str, mode: str, minutes: float, run: RunDir, extra: list[str]) -> None:
+    if run.latest_file.is_file():
+        print(f"[{game} {mode}] reusing the finished run in {run.path}", flush=True)
+        return
+    command = [LEAGUE_CLI, "train", "--env", game, "--mode", mode, "--stop-minutes", str(minutes)]
+    command += ["--run-dir", str(run.path), "--no-dashboard", *extra]
+    print(f"[{game} {mode}] {' '.join(command)}", flush=True)
+    run.path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(run.path.with_suffix(".log"), "w") as log:
+        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
+    print(f"[{game} {mode}] trained for {(time.monotonic() - started) / 60:.1f} min", flush=True)
+
+
+def steps(run: RunDir) -> tuple[int, int]:
+    """(env steps of the run, env steps that trained main_0)."""
+    total = int(json.loads(run.latest_file.read_text())["env_steps"])
+    if not run.store_file.is_file():
+        return total, total  # self-play: every step trains the main
+    with open_store(None, run.path) as store:
+        players = {p["id"]: p for p in (store.state() or {}).get("players", [])}
+    return total, int(players.get(MAIN, {}).get("steps", 0))
+
+
+def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float]:
+    policy = load_policy(run.player_dir(MAIN), game=game)
+    row: dict[str, float] = {}
+    if game == "rps":
+        row["exploitability"] = rps_exploitability(policy.action_probs)
+    elif game == "tictactoe":
+        sampled = tictactoe_exploitability(policy.action_probs)
+        greedy_ex = tictactoe_exploitability(greedy(policy.action_probs))
+        row |= {
+            "expl greedy 1st": greedy_ex.as_first,
+            "expl greedy 2nd": greedy_ex.as_second,
+            "expl sampled 1st": sampled.as_first,
+            "expl sampled 2nd": sampled.as_second,
+        }
+        for seat in evaluate(game, policy, RandomPlayer(), args.random_games, seed=1):
+            row[f"losses vs random ({seat.seat})"] = float(seat.losses)
+    return row
+
+
+def head_to_head(game: str, runs: dict[str, RunDir], games: int) -> dict[str, float]:
+    """The league main against the self-play main, both sampling, seats alternating."""
+    league_main = load_policy(runs["league"].player_dir(MAIN), game=game)
+    selfplay_main = load_policy(runs["selfplay"].player_dir(MAIN), game=game)
+    seats = evaluate(
+        game, league_main, selfplay_main, games // 2, greedy=False, opponent_greedy=False, seed=2
+    )
+    wins = sum(s.wins for s in seats)
+    draws = sum(s.draws for s in seats)
+    total = sum(s.games for s in seats)
+    return {"league score vs selfplay": (wins + draws / 2) / total}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", nargs="+", default=["rps", "tictactoe", "connect_four"])
+    parser.add_argument("--minutes", type=float, default=15.0)
+    parser.add_argument("--out", default="runs/quality")
+    parser.add_argument("--random-games", type=int, default=1000)
+    parser.add_argument("--h2h-games", type=int, default=1000)
+    parser.add_argument(
+        "--extra",
+        nargs=argparse.REMAINDER,
+        default=[],
+        help="more `league train` flags, both modes",
+    )
+    args = parser.parse_args()
+    table: list[tuple[str, str, int, int, dict[str, float]]] = []
+    for game in args.games:
+        runs = {mode: RunDir(Path(args.out) / f"{game}-{mode}") for mode in MODES}
+        for mode in MODES:
+            train(game, mode, args.minutes, runs[mode], args.extra)
+        for mode in MODES:
+            total, main_steps = steps(runs[mode])
+            table.append((game, mode, total, main_steps, measure(game, runs[mode], args)))
+        if game == "connect_four":
+            table.append(
+                (game, "league vs selfplay", 0, 0, head_to_head(game, runs, args.h2h_games))
+            )
+    print(
+        f"\nleague vs plain self-play, {args.minutes:g} min each, defaults (`league train --env GAME`)"
+    )
+    for game, mode, total, main_steps, row in table:
+        figures = " | ".join(f"{k} {v:.4f}" if v % 1 else f"{k} {v:.0f}" for k, v in row.items())
+        budget = f"{total:>9,d} env steps ({main_steps:,d} main)" if total else ""
+        print(f"{game:12s} {mode:18s} {budget:36s} | {figures}")
+
+
+if __name__ == "__main__":
+    main()
