@@ -133,10 +133,17 @@ class ConnectFourSearch:
         return uniform_over(connect_four_candidates(board, legal), c4.COLS)
 
 
+# Reference opponents of each game, weakest first (evaluation reports them in order).
 _OPPONENTS: dict[str, dict[str, Callable[[], Policy]]] = {
     "tictactoe": {"random": RandomPlayer, "minimax": MinimaxTicTacToe},
     "connect_four": {"random": RandomPlayer, "search": ConnectFourSearch},
+    "rps": {"random": RandomPlayer},
 }
+
+
+def reference_opponents(game: str) -> tuple[str, ...]:
+    """Names of the game's reference opponents, weakest first (none for unknown games)."""
+    return tuple(_OPPONENTS.get(game, ()))
 
 
 def make_opponent(name: str, game: str) -> Policy:

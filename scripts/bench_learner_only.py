@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import ray
 
-from envs.opponents import make_opponent
+from envs.opponents import make_opponent, reference_opponents
 from league.config import TrainConfig
-from league.tools.evaluation import REFERENCE_OPPONENTS, evaluate
+from league.tools.evaluation import evaluate
 from league.tools.exploitability import greedy, tictactoe_exploitability
 from league.training.algorithm import MAIN_PLAYER, build_ppo_config
 from league.training.loop import player_policy
@@ -76,7 +76,7 @@ def run_one(base: TrainConfig, env_steps: int, eval_games: int) -> Outcome:
     finally:
         algo.stop()
     scores = {}
-    for name in REFERENCE_OPPONENTS[base.env]:
+    for name in reference_opponents(base.env):
         records = evaluate(
             base.env, policy, make_opponent(name, base.env), eval_games, seed=base.seed
         )

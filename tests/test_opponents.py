@@ -17,7 +17,9 @@ from envs.opponents import (
     RandomPlayer,
     choose_action,
     make_opponent,
+    reference_opponents,
 )
+from envs.registry import GAMES
 
 Obs = Mapping[str, np.ndarray]
 
@@ -416,3 +418,15 @@ def test_choose_action_samples_from_float32_probabilities():
     rng = np.random.default_rng(0)
     actions = {choose_action(probs, rng, greedy=False) for _ in range(200)}
     assert actions == set(range(7))
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_every_registry_game_has_reference_opponents_that_play_it(game):
+    """Training evaluates against these at every eval_interval: none may be missing."""
+    from league.tools.evaluation import evaluate
+
+    names = reference_opponents(game)
+    assert names and names[0] == "random"
+    for name in names:
+        records = evaluate(game, make_opponent("random", game), make_opponent(name, game), 3)
+        assert sum(r.games for r in records) == 3 * len(records)

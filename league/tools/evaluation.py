@@ -19,13 +19,6 @@ from envs.registry import get_game
 from league.core.match import outcomes_from_returns
 from league.core.outcomes import SeatRecord
 
-# Reference opponents worth reporting for each game, weakest first.
-REFERENCE_OPPONENTS: dict[str, tuple[str, ...]] = {
-    "tictactoe": ("random", "minimax"),
-    "connect_four": ("random", "search"),
-    "rps": ("random",),
-}
-
 Chooser = Callable[[Mapping[str, np.ndarray]], int]
 """One seat's player: its observation dict -> the action it plays."""
 

@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import ray
 
-from envs.opponents import make_opponent
+from envs.opponents import make_opponent, reference_opponents
 from league.config import TrainConfig
 from league.core.outcomes import SeatRecord
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, write_json_atomic
 from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save_snapshot
 from league.store import LeagueStore, open_store
-from league.tools.evaluation import REFERENCE_OPPONENTS, evaluate
+from league.tools.evaluation import evaluate
 from league.training.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
 from league.training.driver import LeagueDriver
 from league.training.sinks import (
@@ -65,7 +65,7 @@ def evaluate_against_references(
 ) -> dict[str, list[SeatRecord]]:
     return {
         name: evaluate(cfg.env, policy, make_opponent(name, cfg.env), cfg.eval_games, seed=seed)
-        for name in REFERENCE_OPPONENTS[cfg.env]
+        for name in reference_opponents(cfg.env)
     }
 
 
