@@ -196,3 +196,19 @@ def test_tensorboard_event_file_has_the_scalars(short_run):
     steps = [e.step for e in events.Scalars("throughput/env_steps_per_s")]
     assert steps[: summary.iterations][-1] == summary.env_steps
     assert steps == sorted(steps) and len(steps) >= summary.iterations
+
+
+def test_a_relative_run_dir_checkpoints(ray_session, tmp_path, monkeypatch):
+    """`league train` with the default `runs/default` (relative) must be able to
+    checkpoint: RLlib reads a relative checkpoint path as a URI."""
+    monkeypatch.chdir(tmp_path)
+    cfg = TrainConfig(
+        **{**TINY, "train_batch_size": 500, "minibatch_size": 250, "num_epochs": 1},
+        mode="selfplay",
+        run_dir="runs/relative",
+        stop_timesteps=500,
+        eval_interval=0,
+    )
+    summary = train(cfg, log=lambda line: None)
+    assert (tmp_path / "runs/relative/checkpoints/latest.json").is_file()
+    assert summary.checkpoint.startswith(str(tmp_path))

@@ -35,7 +35,8 @@ class RunDir:
     path: Path
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        object.__setattr__(self, "path", Path(path))
+        # Absolute: RLlib's checkpointing reads a relative path as a URI and fails.
+        object.__setattr__(self, "path", Path(path).expanduser().absolute())
 
     @property
     def config_file(self) -> Path:
