@@ -204,7 +204,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
 def _service_parsers(sub: argparse._SubParsersAction) -> None:
     helps = {
         "status": "state, iteration, env steps and league size of the running coordinator",
-        "standings": "ratings of every player and snapshot, best first",
+        "standings": "Elo rating and Nash-mixture weight of every player and snapshot",
         "pause": "pause training after the current iteration",
         "resume": "resume a paused coordinator",
         "stop": "stop training, write a final checkpoint, and end the coordinator",
@@ -264,6 +264,14 @@ def _play_report_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-dir", required=True)
     p.add_argument("--out", help="output directory (default RUN_DIR/report)")
     p.add_argument("--top", type=int, default=30, help="modules in the heatmap (default 30)")
+    p = sub.add_parser(
+        "probe",
+        help="approximate exploitability: train a fresh best response against a snapshot",
+    )
+    p.add_argument("--snapshot", required=True, help="snapshot directory to exploit")
+    p.add_argument("--minutes", type=float, default=5.0, help="training time (default 5)")
+    p.add_argument("--games", type=int, default=500, help="evaluation games (default 500)")
+    p.add_argument("--seed", type=int, default=0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -378,8 +386,9 @@ def cmd_service(args: argparse.Namespace) -> int:
         for key, value in status.items():
             print(f"{key}: {value}")
     elif args.command == "standings":
-        for rank, (module, rating) in enumerate(ray.get(actor.standings.remote()), 1):
-            print(f"{rank:4d}. {module:28s} {rating:8.1f}")
+        print(f"{'':6s}{'module':28s} {'Elo':>8s} {'Nash':>7s}")
+        for rank, (module, rating, nash) in enumerate(ray.get(actor.standings.remote()), 1):
+            print(f"{rank:4d}. {module:28s} {rating:8.1f} {nash:7.3f}")
     elif args.command in ("pause", "resume"):
         print(ray.get(getattr(actor, args.command).remote()))
     elif args.command == "stop":
@@ -510,6 +519,18 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    from league.snapshot import SnapshotError
+    from league.training.probe import probe
+
+    if not args.minutes > 0 or args.games < 2:
+        raise CliError("--minutes must be > 0 and --games at least 2")
+    with _refuse(SnapshotError):
+        result = probe(args.snapshot, minutes=args.minutes, games=args.games, seed=args.seed)
+    print(result.format())
+    return 0
+
+
 def _player_path(run_dir: Path, player: str) -> Path:
     """A trainable player's latest weights, or a frozen snapshot by its id."""
     if not run_dir.is_dir():
@@ -524,6 +545,7 @@ def _player_path(run_dir: Path, player: str) -> Path:
 COMMANDS = {
     "export": cmd_export,
     "play": cmd_play,
+    "probe": cmd_probe,
     "report": cmd_report,
     "train": cmd_train,
     "evaluate": cmd_evaluate,

@@ -422,3 +422,25 @@ def test_set_state_adds_players_the_config_grew_and_rejects_bad_state() -> None:
     bad["snapshots"][0]["id"] = "main_0@7"
     with pytest.raises(ValueError):
         League.from_state(small_cfg(), bad)
+
+
+def test_main_plays_the_live_main_exploiter_with_its_share():
+    league = League(
+        LeagueConfig(
+            main_self_play_prob=0.2,
+            main_pfsp_prob=0.4,
+            main_forgotten_prob=0.1,
+            main_exploiter_prob=0.3,
+            payoff_min_games=0.0,
+        )
+    )
+    league.take_snapshot("main_0", 0)
+    dist = MainAgent("main_0", league.cfg).opponent_distribution(league.view())
+    assert dist["main_exploiter_0"] == pytest.approx(0.3)
+    # main_0@0 is every snapshot (PFSP) and, unbeaten yet, a forgotten one
+    assert dist["main_0@0"] == pytest.approx(0.4 + 0.1)
+    assert dist["main_0"] == pytest.approx(0.2)
+    # without main exploiters the share is self-play
+    solo = League(dataclasses.replace(league.cfg, num_main_exploiters=0))
+    solo_dist = MainAgent("main_0", solo.cfg).opponent_distribution(solo.view())
+    assert solo_dist == pytest.approx({"main_0": 1.0})

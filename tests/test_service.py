@@ -152,6 +152,7 @@ def test_coordinator_lifecycle_and_metrics(head, tmp_path):
     assert first["state"] == "running" and first["mode"] == "league"
     standings = head.league("standings", "--address", head.address)
     assert standings.returncode == 0 and "main_0" in standings.stdout
+    assert "Nash" in standings.stdout.splitlines()[0]
     snapshots = head.league("snapshots", "--address", head.address)
     assert snapshots.returncode == 0 and "main_0@0" in snapshots.stdout
 

@@ -164,6 +164,10 @@ def test_progress_file_holds_one_typed_record_per_iteration(short_run):
     if cfg.mode == "league":
         assert all(r.league is not None and "main_0" in r.league.ratings for r in records)
         assert all(r.league.step_seconds > 0 and r.league.store_seq > 0 for r in records)
+        nash = records[-1].league.nash
+        assert sum(nash.values()) == pytest.approx(1.0) and set(nash) <= set(
+            records[-1].league.ratings
+        )
     else:
         assert all(r.league is None for r in records)
 

@@ -72,6 +72,14 @@ class LeagueConfig:
             "main exploiters (self-play when there are none)."
         ),
     )
+    main_exploiter_prob: float = field(
+        default=0.0,
+        metadata=_help(
+            "Main agent: share of games against the live main exploiters (self-play when "
+            "there are none). The exploiter tracks a best response to the main, so these "
+            "games push the main down its exploitability (exploitability descent)."
+        ),
+    )
     main_forgotten_win_rate: float = field(
         default=0.7,
         metadata=_help(
@@ -189,6 +197,7 @@ class LeagueConfig:
             "main_self_play_prob",
             "main_pfsp_prob",
             "main_forgotten_prob",
+            "main_exploiter_prob",
             "main_forgotten_win_rate",
             "main_exploiter_switch_win_rate",
             "main_exploiter_pfsp_prob",
@@ -197,11 +206,11 @@ class LeagueConfig:
         ):
             _check_float(self, name, low=0.0, high=1.0)
         total = self.main_self_play_prob + self.main_pfsp_prob
-        total += self.main_forgotten_prob
+        total += self.main_forgotten_prob + self.main_exploiter_prob
         if not math.isclose(total, 1.0, abs_tol=1e-9):
             raise ValueError(
-                "main_self_play_prob + main_pfsp_prob + main_forgotten_prob must "
-                f"sum to 1, got {total}"
+                "main_self_play_prob + main_pfsp_prob + main_forgotten_prob + "
+                f"main_exploiter_prob must sum to 1, got {total}"
             )
         for name in ("pfsp_weighting", "main_exploiter_weighting"):
             if getattr(self, name) not in WEIGHTINGS:

@@ -142,6 +142,9 @@ class MainAgent(Role):
             Branch(cfg.main_self_play_prob, dict.fromkeys(mains, 1.0), mains),
             Branch(cfg.main_pfsp_prob, _pfsp(view, self.player, everyone, weighting), mains),
             Branch(cfg.main_forgotten_prob, _pfsp(view, self.player, forgotten, weighting), mains),
+            Branch(
+                cfg.main_exploiter_prob, dict.fromkeys(view.player_ids(MAIN_EXPLOITER), 1.0), mains
+            ),
         ]
 
     def targets(self, view: LeagueView) -> list[str]:

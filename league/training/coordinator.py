@@ -107,10 +107,14 @@ class LeagueCoordinator:
             "uptime_s": time.time() - self.started_at,
         }
 
-    def standings(self) -> list[tuple[str, float]]:
+    def standings(self) -> list[tuple[str, float, float]]:
+        """(module, Elo rating, weight in the league's Nash mixture), best rated first."""
         latest = self.control.latest
-        ratings = latest.league.ratings if latest is not None and latest.league else {}
-        return sorted(ratings.items(), key=lambda kv: -kv[1])
+        league = latest.league if latest is not None else None
+        if league is None:
+            return []
+        ranked = sorted(league.ratings.items(), key=lambda kv: -kv[1])
+        return [(module, rating, league.nash.get(module, 0.0)) for module, rating in ranked]
 
     def snapshots(self) -> dict[str, dict[str, Any]]:
         return dict(self.control.snapshots)

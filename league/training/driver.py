@@ -36,6 +36,7 @@ from league.core.ids import MAIN
 from league.core.league import League
 from league.core.match import MatchRecord
 from league.core.matchmaking import MatchmakingPlan, build_plan, next_plan
+from league.core.nash import nash_weights
 from league.core.retirement import retirements
 from league.run import RunDir
 from league.snapshot import POLICY_PREFIX, WEIGHTS_FILE, player_metadata, save_snapshot
@@ -54,6 +55,8 @@ class LeagueStepReport:
     retired: tuple[str, ...]
     active_set: tuple[str, ...]
     role_scores: dict[str, float] = field(default_factory=dict)
+    nash: dict[str, float] = field(default_factory=dict)
+    """The league's maximin mixture over its modules (league.core.nash)."""
     records: list[MatchRecord] = field(default_factory=list, repr=False)
 
 
@@ -244,6 +247,7 @@ class LeagueDriver:
             retired=tuple(retired),
             active_set=active,
             role_scores=role_scores(records, self.league.players),
+            nash=nash_weights(self.league.payoff, self.league.module_ids()),
             records=records,
         )
 

@@ -222,6 +222,7 @@ def run_iteration(
             resets=list(report.resets),
             ratings=driver.league.ratings.as_dict(),
             role_scores=report.role_scores,
+            nash=report.nash,
             step_seconds=step_seconds,
             store_seq=store_seq,
             store_seconds=time.perf_counter() - started,

@@ -100,6 +100,8 @@ def scalars(record: IterationRecord) -> dict[str, float]:
             values[f"rating/{module}"] = rating
         for role, score in league.role_scores.items():
             values[f"role_win_rate/{role}"] = score
+        for module, weight in league.nash.items():
+            values[f"nash/{module}"] = weight
     for opponent, seats in (record.eval or {}).items():
         for seat in seats:
             for outcome in ("wins", "draws", "losses"):

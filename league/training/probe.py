@@ -1,0 +1,144 @@
+"""Approximate exploitability: train a fresh best response against a frozen snapshot.
+
+For games too big to solve, OpenSpiel's maintainers recommend measuring how well
+a newly trained agent exploits a fixed policy. `probe` does that with the league's
+own machinery: the target is loaded on the env runners as a frozen module
+(`main_0@0`, inference-only, never trained), a fresh `main_0` with the same
+network learns against it by PPO for the given minutes, and the best response is
+then evaluated against the target (greedy, in every seat, the target sampling as
+it plays when deployed). A win rate near the game's value means the target is
+hard to exploit; near 1, that a short search already beats it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from league.config import TrainConfig
+from league.core.league import League
+from league.core.matchmaking import MatchmakingPlan
+from league.core.outcomes import SeatRecord, wilson_interval
+from league.snapshot import POLICY_PREFIX, SnapshotPolicy, load_policy
+from league.tools.evaluation import evaluate
+from league.training.algorithm import (
+    MAIN_PLAYER,
+    build_ppo_config,
+    game_seats,
+    snapshot_module_spec,
+)
+from league.training.env_runner import LeagueEnvRunner, PlanMapping
+from league.training.loop import player_policy, start_ray
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    env_steps: int
+    seats: list[SeatRecord]
+    """The best response's results against the target, one record per seat."""
+
+    @property
+    def games(self) -> int:
+        return sum(s.games for s in self.seats)
+
+    @property
+    def win_rate(self) -> float:
+        return sum(s.wins for s in self.seats) / self.games
+
+    def win_interval(self) -> tuple[float, float]:
+        return wilson_interval(sum(s.wins for s in self.seats), self.games)
+
+    @property
+    def mean_score(self) -> float:
+        """Mean of +1 win / 0 draw / -1 loss for the best response."""
+        return sum(s.wins - s.losses for s in self.seats) / self.games
+
+    def score_interval(self) -> tuple[float, float]:
+        """95% normal interval of the mean score (scores are +1/0/-1 per game)."""
+        n = self.games
+        mean = self.mean_score
+        second = sum(s.wins + s.losses for s in self.seats) / n
+        half = 1.96 * max(second - mean * mean, 0.0) ** 0.5 / n**0.5
+        return mean - half, mean + half
+
+    def format(self) -> str:
+        lo, hi = self.win_interval()
+        slo, shi = self.score_interval()
+        lines = [
+            f"best response after {self.env_steps:,d} env steps, {self.games} games:",
+            f"  win rate {self.win_rate:.3f} [{lo:.3f}, {hi:.3f}]; "
+            f"mean score {self.mean_score:+.3f} [{slo:+.3f}, {shi:+.3f}]",
+        ]
+        return "\n".join(lines + [f"  {s.format()}" for s in self.seats])
+
+
+def probe_config(target: SnapshotPolicy, seed: int) -> TrainConfig:
+    """Training settings of the best response: the target's game and network, a
+    league of one trainable main with the target as its only frozen opponent."""
+    model = target.meta.model_config
+    return TrainConfig.from_dict(
+        {
+            "env": target.meta.game,
+            "mode": "league",
+            "hidden_sizes": list(model["hidden_sizes"]),
+            "activation": model["activation"],
+            "seed": seed,
+            "eval_interval": 0,
+            "random_opening_moves": 0,
+            "run_dir": os.path.join(tempfile.gettempdir(), "league-probe"),
+            "league": {"num_main_exploiters": 0, "num_league_exploiters": 0, "active_set_size": 1},
+        },
+        source="probe",
+    )
+
+
+def probe(
+    snapshot: str,
+    *,
+    minutes: float = 5.0,
+    games: int = 500,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> ProbeResult:
+    target = load_policy(snapshot)
+    cfg = probe_config(target, seed)
+    start_ray(cfg, log)
+    league = League(cfg.league)
+    target_id = league.take_snapshot(MAIN_PLAYER, iteration=0)
+    plan = MatchmakingPlan(
+        learners=(MAIN_PLAYER,),
+        learner_probs=(1.0,),
+        opponents=((target_id,),),
+        opponent_probs=((1.0,),),
+        active_set=(target_id,),
+    )
+    algo = build_ppo_config(cfg, plan).build_algo()
+    try:
+        weights = {POLICY_PREFIX + k: v.numpy() for k, v in target.net.state_dict().items()}
+        spec, mapping = snapshot_module_spec(cfg), PlanMapping(plan, game_seats(cfg.env))
+
+        def install(runner: LeagueEnvRunner) -> list[str]:
+            return runner.update_league(
+                add={target_id: (spec, weights)}, remove=(), mapping=mapping
+            )
+
+        local = cfg.num_env_runners == 0  # remote runners: the local one never samples
+        algo.env_runner_group.foreach_env_runner(install, local_env_runner=local)
+        deadline = time.monotonic() + 60 * minutes
+        env_steps = 0
+        log(f"probe: training a best response to {snapshot} for {minutes:g} min")
+        while time.monotonic() < deadline:
+            result = algo.train()
+            env_steps += int(result["env_runners"].get("num_env_steps_sampled", 0))
+            algo.env_runner_group.foreach_env_runner(
+                LeagueEnvRunner.drain_matches, local_env_runner=True
+            )  # the records are not needed; keep the buffers small
+            log(f"probe: {env_steps:,d} env steps")
+        best_response, _ = player_policy(algo, cfg, MAIN_PLAYER)
+    finally:
+        algo.stop()
+    seats = evaluate(cfg.env, best_response, target, games // 2, greedy=True, seed=seed + 1)
+    return ProbeResult(env_steps, seats)
