@@ -444,3 +444,25 @@ def test_main_plays_the_live_main_exploiter_with_its_share():
     solo = League(dataclasses.replace(league.cfg, num_main_exploiters=0))
     solo_dist = MainAgent("main_0", solo.cfg).opponent_distribution(solo.view())
     assert solo_dist == pytest.approx({"main_0": 1.0})
+
+
+def test_nash_opponent_sampling_plays_the_support_of_the_league_mixture():
+    league = League(LeagueConfig(opponent_sampling="nash", payoff_min_games=0.0))
+    for version in range(3):
+        league.take_snapshot("main_0", version)
+    strong, weak, mid = "main_0@0", "main_0@1", "main_0@2"
+    matches = []
+    for a, b in ((strong, weak), (strong, mid), (mid, weak), (strong, "main_0")):
+        matches += [
+            MatchRecord(f"{a}-{b}-{i}", {"p0": a, "p1": b}, {"p0": "win", "p1": "loss"}, 9, 0)
+            for i in range(10)
+        ]
+    league.record(matches)
+    assert league.view().nash == pytest.approx({strong: 1.0})
+    dist = MainAgent("main_0", league.cfg).opponent_distribution(league.view())
+    snapshots = {m: p for m, p in dist.items() if m.startswith("main_0@")}
+    # the PFSP share (and the forgotten share, all main snapshots) goes to the support
+    assert set(snapshots) == {strong}
+    assert snapshots[strong] == pytest.approx(
+        league.cfg.main_pfsp_prob + league.cfg.main_forgotten_prob
+    )

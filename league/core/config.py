@@ -156,6 +156,15 @@ class LeagueConfig:
         metadata=_help(f"PFSP weighting: one of {sorted(WEIGHTINGS)}."),
     )
     pfsp_p: float = field(default=2.0, metadata=_help("Exponent p of the 'hard' weighting."))
+    opponent_sampling: str = field(
+        default="pfsp",
+        metadata=_help(
+            "How the main and league exploiters weight snapshots: 'pfsp' (by win rate, "
+            "AlphaStar) or 'nash' (by the league's Nash mixture over the payoff table, "
+            "PSRO-style; only snapshots in its support are played, uniformly when it holds none).",
+            choices=("pfsp", "nash"),
+        ),
+    )
 
     # League size and active set.
     max_snapshots: int = field(
@@ -217,6 +226,10 @@ class LeagueConfig:
                 raise ValueError(
                     f"{name} must be one of {sorted(WEIGHTINGS)}, got {getattr(self, name)!r}"
                 )
+        if self.opponent_sampling not in ("pfsp", "nash"):
+            raise ValueError(
+                f"opponent_sampling must be 'pfsp' or 'nash', got {self.opponent_sampling!r}"
+            )
         if self.main_exploiter_reset_to not in ("initial", "main"):
             raise ValueError(
                 "main_exploiter_reset_to must be 'initial' or 'main', "

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from league.core.config import LeagueConfig
+from league.core.nash import nash_weights
 from league.core.payoff import PayoffTable
 
 
@@ -75,6 +77,11 @@ class LeagueView:
 
     def player_ids(self, role: str | None = None) -> list[str]:
         return [p.id for p in self.players.values() if role in (None, p.role)]
+
+    @cached_property
+    def nash(self) -> dict[str, float]:
+        """Weights of the Nash mixture of the visible snapshots (computed on first use)."""
+        return nash_weights(self.payoff, list(self.snapshots))
 
     def snapshot_ids(self, role: str | None = None, player: str | None = None) -> list[str]:
         return [

@@ -1,7 +1,7 @@
 """The league's Nash: a meta-solver over the payoff table (PSRO's meta-strategy).
 
-The league is a symmetric two-player zero-sum meta-game whose pure strategies are
-its modules (trainable players and snapshots) and whose payoff is the score
+The league's frozen population is a symmetric two-player zero-sum meta-game whose
+pure strategies are its snapshots and whose payoff is the score
 margin M[i, j] = win_rate(i, j) - 1/2 from the decayed payoff table (0 where the
 table has too few games, as `PayoffTable.win_rate` reads 1/2 there). Its
 maximin mixture, found by a linear programme, is the league's best guess at an

@@ -70,8 +70,11 @@ def mix(branches: Iterable[Branch], allowed: Collection[str] | None = None) -> d
 
 
 def _pfsp(view: LeagueView, player: str, candidates: list[str], weighting: str) -> dict[str, float]:
+    """Snapshot weights by PFSP, or by the league's Nash mixture (`opponent_sampling`)."""
     if not candidates:
         return {}
+    if view.cfg.opponent_sampling == "nash":
+        return {c: view.nash.get(c, 0.0) for c in candidates}
     weights = pfsp_weights(view.win_rates(player, candidates), weighting, view.cfg.pfsp_p)
     return {c: float(w) for c, w in zip(candidates, weights, strict=True)}
 

@@ -31,7 +31,7 @@ class LeagueRecord:
     role_scores: dict[str, float]
     resets: list[str] = field(default_factory=list)
     nash: dict[str, float] = field(default_factory=dict)
-    """Weights of the league's Nash mixture (maximin over the payoff table)."""
+    """Weights of the Nash mixture of the league's snapshots (maximin over the payoff table)."""
     step_seconds: float = 0.0
     """The league's own time: drain, record, decide, export, push (not algo.train())."""
     store_seq: int = 0

@@ -56,7 +56,7 @@ class LeagueStepReport:
     active_set: tuple[str, ...]
     role_scores: dict[str, float] = field(default_factory=dict)
     nash: dict[str, float] = field(default_factory=dict)
-    """The league's maximin mixture over its modules (league.core.nash)."""
+    """The maximin mixture of the league's snapshots (league.core.nash)."""
     records: list[MatchRecord] = field(default_factory=list, repr=False)
 
 
@@ -247,7 +247,7 @@ class LeagueDriver:
             retired=tuple(retired),
             active_set=active,
             role_scores=role_scores(records, self.league.players),
-            nash=nash_weights(self.league.payoff, self.league.module_ids()),
+            nash=nash_weights(self.league.payoff, list(self.league.snapshots)),
             records=records,
         )
 
