@@ -230,6 +230,12 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--version", type=int, help="snapshot version: exports PLAYER@VERSION")
     p.add_argument("--out", required=True, help="output path (a directory, or a .onnx file)")
     p.add_argument("--format", choices=["snapshot", "onnx"], default="snapshot")
+    p.add_argument(
+        "--mixture",
+        action="store_true",
+        help="export the league's Nash mixture of snapshots (members + weights) instead",
+    )
+    p.add_argument("--store", help="league store URL (default: the run's own)")
 
 
 def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
@@ -438,9 +444,45 @@ def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, d
     return rows
 
 
+def cmd_export_mixture(args: argparse.Namespace) -> int:
+    from league.config import TrainConfig
+    from league.core.league import League
+    from league.core.nash import nash_weights
+    from league.run import RunDir, RunDirError
+    from league.snapshot import SnapshotError, load_snapshot, save_mixture
+    from league.store import StoreError, open_store
+
+    if args.format != "snapshot":
+        raise CliError("--mixture exports a mixture snapshot directory, not --format onnx")
+    run = RunDir(args.run_dir)
+    if not run.path.is_dir():
+        raise CliError(f"run dir {str(run.path)!r} does not exist")
+    if args.store is None and not run.store_file.is_file():  # never create a store here
+        raise CliError(
+            f"run dir {str(run.path)!r} has no league store: --mixture needs a league run"
+        )
+    with _refuse(StoreError), open_store(args.store, run.path) as store:
+        state = store.state()
+    if not state or not state.get("snapshots"):
+        raise CliError(f"the league store of {str(run.path)!r} holds no snapshots")
+    with _refuse(RunDirError):
+        league_config = TrainConfig.from_dict(run.load_config(), source="config.json").league
+    league = League.from_state(league_config, {k: v for k, v in state.items() if k != "driver"})
+    weights = nash_weights(league.payoff, list(league.snapshots))
+    with _refuse(SnapshotError):
+        members = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in weights}
+        out = save_mixture(args.out, members, weights)
+    shown = ", ".join(f"{sid} {w:.3f}" for sid, w in sorted(weights.items(), key=lambda kv: -kv[1]))
+    print(f"exported the league's Nash mixture ({len(weights)} snapshots: {shown}) to {out}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from league.snapshot import POLICY_PREFIX, load_policy, save_snapshot
     from league.snapshot.onnx import export_onnx
+
+    if args.mixture:
+        return cmd_export_mixture(args)
 
     player = args.player
     if args.version is not None:

@@ -9,7 +9,9 @@ allows it:
   dynamic programming on what the policy observes; 0 = uniform play);
 - tictactoe: exact exploitability in both seats, greedy and sampled (full game-tree
   best response), and W/D/L against a uniformly random player;
-- connect_four: the two mains head to head (both sampling, seats alternating).
+- connect_four: the two mains head to head (both sampling, seats alternating), and
+  an approximate exploitability of each: the win rate of a best response trained
+  against it for `--probe-minutes` (`league probe`).
 
     .venv/bin/python scripts/bench_league_quality.py [--games rps tictactoe] [--minutes 15]
         [--out runs/quality] [--random-games 1000] [--h2h-games 1000]
@@ -94,6 +96,14 @@ def head_to_head(game: str, runs: dict[str, RunDir], games: int) -> dict[str, fl
     return {"league score vs selfplay": (wins + draws / 2) / total}
 
 
+def probe_row(run: RunDir, minutes: float) -> dict[str, float]:
+    from league.training.probe import probe
+
+    result = probe(str(run.player_dir(MAIN)), minutes=minutes, games=1000, log=lambda _: None)
+    lo, hi = result.win_interval()
+    return {"probe BR win rate": result.win_rate, "low": lo, "high": hi}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", nargs="+", default=["rps", "tictactoe", "connect_four"])
@@ -101,6 +111,7 @@ def main() -> None:
     parser.add_argument("--out", default="runs/quality")
     parser.add_argument("--random-games", type=int, default=1000)
     parser.add_argument("--h2h-games", type=int, default=1000)
+    parser.add_argument("--probe-minutes", type=float, default=5.0)
     parser.add_argument(
         "--extra",
         nargs=argparse.REMAINDER,

@@ -216,3 +216,31 @@ def test_a_relative_run_dir_checkpoints(ray_session, tmp_path, monkeypatch):
     summary = train(cfg, log=lambda line: None)
     assert (tmp_path / "runs/relative/checkpoints/latest.json").is_file()
     assert summary.checkpoint.startswith(str(tmp_path))
+
+
+def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path):
+    import subprocess
+    import sys
+
+    from envs.opponents import RandomPlayer
+    from league.snapshot import MixturePolicy
+
+    cfg, _, _ = short_run
+    out = tmp_path / "mixture"
+    proc = subprocess.run(
+        [sys.executable, "-m", "league.cli", "export", "--mixture", "--run-dir", cfg.run_dir]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if cfg.mode == "selfplay":  # no league store, no snapshots: one clear line
+        assert proc.returncode == 2 and proc.stderr.startswith("league: error:"), proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    mixture = load_policy(out)
+    assert isinstance(mixture, MixturePolicy)
+    assert sum(mixture.weights) == pytest.approx(1.0)
+    assert all(is_snapshot_id(m) for m in mixture.ids)
+    records = evaluate("tictactoe", mixture, RandomPlayer(), 10, seed=0)
+    assert sum(r.games for r in records) == 20

@@ -5,7 +5,7 @@ ONNX export lives in ``league.snapshot.onnx`` (imported on demand: it needs onnx
 
 from league.snapshot.files import (
     SnapshotLocation,
-    load_policy,
+    load_snapshot,
     read_metadata,
     resolve_location,
     save_snapshot,
@@ -22,6 +22,7 @@ from league.snapshot.format import (
     space_from_json,
     space_to_json,
 )
+from league.snapshot.mixture import MixturePolicy, load_policy, save_mixture
 from league.snapshot.policy import SnapshotPolicy
 from league.snapshot.rllib_export import export_rllib_checkpoint
 
@@ -35,8 +36,11 @@ __all__ = [
     "SnapshotLocation",
     "SnapshotMetadata",
     "SnapshotPolicy",
+    "MixturePolicy",
     "export_rllib_checkpoint",
     "load_policy",
+    "load_snapshot",
+    "save_mixture",
     "player_metadata",
     "read_metadata",
     "resolve_location",

@@ -289,13 +289,13 @@ def _read_snapshot(
     )
 
 
-def load_policy(
+def load_snapshot(
     path: str | os.PathLike[str],
     game: str | None = None,
     *,
     filesystem: pafs.FileSystem | None = None,
 ) -> SnapshotPolicy:
-    """Load a snapshot (path or URI) as a policy; with `game`, refuse another game's."""
+    """Load one snapshot (path or URI) as a policy; with `game`, refuse another game's."""
     loc = resolve_location(path, filesystem)
     meta, weights = _read_snapshot(loc, game)
     return SnapshotPolicy(meta, weights, source=loc.display)

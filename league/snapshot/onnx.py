@@ -25,7 +25,8 @@ import onnx
 import torch
 from torch import nn
 
-from league.snapshot import SnapshotPolicy, load_policy
+from league.snapshot.files import load_snapshot
+from league.snapshot.policy import SnapshotPolicy
 from rlmodules.networks import mask_logits
 
 INPUT_NAMES = ("observation", "action_mask")
@@ -61,7 +62,7 @@ def export_onnx(
     """
     if mask_dtype not in MASK_DTYPES:
         raise ValueError(f"mask_dtype must be one of {sorted(MASK_DTYPES)}, got {mask_dtype!r}")
-    policy = load_policy(snapshot_path)
+    policy = load_snapshot(snapshot_path)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from league.snapshot.files import load_policy
+from league.snapshot.files import load_snapshot
 from league.snapshot.format import (
     POLICY_PREFIX,
     SnapshotError,
@@ -29,7 +29,7 @@ def export_rllib_checkpoint(
     """
     from rlmodules.masked_policy import MaskedActorCriticModule
 
-    policy = load_policy(snapshot_path, filesystem=filesystem)
+    policy = load_snapshot(snapshot_path, filesystem=filesystem)
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SnapshotError(f"{out}: exists and is not an empty directory")

@@ -115,6 +115,10 @@ def play_game(
     spec = get_game(game)
     env = spec.make()
     seed = int(rng.integers(2**31))
+    for policy in {id(p): p for p in seats.values()}.values():
+        new_game = getattr(policy, "new_game", None)
+        if new_game is not None:  # a mixture: one member plays the whole game
+            new_game(rng)
     choosers = {a: policy_chooser(seats[a], rng, greedy[a]) for a in env.possible_agents}
     try:
         return Episode(env, choosers, seed, turn_based=spec.kind == "turn_based").play()

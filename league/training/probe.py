@@ -87,6 +87,7 @@ def probe_config(target: SnapshotPolicy, seed: int) -> TrainConfig:
             "activation": model["activation"],
             "seed": seed,
             "eval_interval": 0,
+            "dashboard": False,
             "random_opening_moves": 0,
             "run_dir": os.path.join(tempfile.gettempdir(), "league-probe"),
             "league": {"num_main_exploiters": 0, "num_league_exploiters": 0, "active_set_size": 1},
