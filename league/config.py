@@ -33,6 +33,10 @@ MODES = ("league", "selfplay")
 
 @dataclass
 class TrainConfig:
+    """Every setting of a training run. One typed field with help text per setting:
+    the repetition is deliberate boilerplate, the one source of `league train`'s
+    flags, config-file keys and their help."""
+
     env: str = field(
         default="tictactoe",
         metadata=_help("Game name from the registry.", choices=sorted(GAMES), noun="game"),

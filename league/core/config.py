@@ -33,7 +33,11 @@ _help = field_help
 
 @dataclass(frozen=True)
 class LeagueConfig:
-    """Every parameter of the pure league logic; validated on construction."""
+    """Every parameter of the pure league logic; validated on construction.
+
+    One typed field with help text per knob: the repetition below is deliberate
+    boilerplate (it is what the CLI flags and the docs are generated from).
+    """
 
     # Population.
     num_main_agents: int = field(

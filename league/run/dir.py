@@ -32,6 +32,8 @@ class RunDirError(ValueError):
 
 @dataclass(frozen=True)
 class RunDir:
+    """One property per path of a run (deliberately repetitive: each is a name)."""
+
     path: Path
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
