@@ -20,7 +20,7 @@ for game in tictactoe connect_four; do
             if [ "$mode" = league ]; then  # the same env-step budget as self-play had
                 extra=(--stop-timesteps "$(steps_of "$RUNS/$game-selfplay")")
             fi
-            $L train --config "configs/$game.yaml" --mode "$mode" --run-dir "$dir" \
+            $L train --env "$game" --mode "$mode" --run-dir "$dir" \
                 --stop-minutes "$MINUTES" "${extra[@]}" > "$RUNS/$game-$mode.train.log" 2>&1
         fi
         echo "$game $mode: $(steps_of "$dir") env steps"

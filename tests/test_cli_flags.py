@@ -158,3 +158,11 @@ def test_a_game_brings_its_own_defaults_and_flags_override_them(tmp_path):
     assert (
         other.entropy_coeff == generic.entropy_coeff and other.hidden_sizes == generic.hidden_sizes
     )
+
+
+def test_the_example_config_file_loads():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "configs" / "example.yaml"
+    cfg = config_from(["--config", str(path)])
+    assert cfg.env == "connect_four" and cfg.league.main_learner_share == 0.6
