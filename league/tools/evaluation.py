@@ -8,7 +8,7 @@ the driver, in `league evaluate`, and in tests alike. `Episode` is the game loop
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +105,14 @@ def policy_chooser(
     return choose
 
 
+def start_game(policies: Iterable[Policy], rng: np.random.Generator) -> None:
+    """Tell each policy a game starts: a mixture draws the member that plays it."""
+    for policy in {id(p): p for p in policies}.values():
+        new_game = getattr(policy, "new_game", None)
+        if new_game is not None:
+            new_game(rng)
+
+
 def play_game(
     game: str,
     seats: Mapping[str, Policy],
@@ -115,10 +123,7 @@ def play_game(
     spec = get_game(game)
     env = spec.make()
     seed = int(rng.integers(2**31))
-    for policy in {id(p): p for p in seats.values()}.values():
-        new_game = getattr(policy, "new_game", None)
-        if new_game is not None:  # a mixture: one member plays the whole game
-            new_game(rng)
+    start_game(seats.values(), rng)
     choosers = {a: policy_chooser(seats[a], rng, greedy[a]) for a in env.possible_agents}
     try:
         return Episode(env, choosers, seed, turn_based=spec.kind == "turn_based").play()

@@ -29,7 +29,7 @@ import numpy as np
 from envs.opponents import Policy
 from envs.registry import get_game
 from league.core.match import outcomes_from_returns
-from league.tools.evaluation import Chooser, Episode, Step, policy_chooser
+from league.tools.evaluation import Chooser, Episode, Step, policy_chooser, start_game
 
 QUIT_WORDS = frozenset({"q", "quit", "exit"})
 SYMBOLS = ("X", "O")
@@ -287,6 +287,7 @@ def play(
         else:
             raise ValueError(f"no terminal board for game {game!r}")
         # The human is just another seat, whose moves are read from the terminal.
+        start_game([policy], np.random.default_rng(seed))
         computer = policy_chooser(policy, greedy=True, legal_only=True)
         choosers = {agent: ui.ask_human if agent == human else computer for agent in agents}
         episode = Episode(env, choosers, seed, turn_based=spec.kind == "turn_based")
