@@ -56,6 +56,16 @@ GAMES: dict[str, Game] = {
                 "minibatch_size": 500,
                 "eval_interval": 10,
                 "eval_games": 200,
+                # The league measured best at 15 minutes (README, league benchmark):
+                # the main gets most games and mostly plays itself; exploiters still
+                # learn from its games against them.
+                "league": {
+                    "main_learner_share": 0.9,
+                    "main_self_play_prob": 0.6,
+                    "main_pfsp_prob": 0.15,
+                    "main_forgotten_prob": 0.05,
+                    "main_exploiter_prob": 0.2,
+                },
             },
         ),
         Game(

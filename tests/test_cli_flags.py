@@ -146,7 +146,15 @@ def test_a_game_brings_its_own_defaults_and_flags_override_them(tmp_path):
     assert tuned, "tictactoe has measured defaults"
     cfg = config_from(["--env", "tictactoe"])
     for name, value in tuned.items():
-        assert getattr(cfg, name) == value, name
+        if name == "league":
+            for knob, setting in value.items():
+                assert getattr(cfg.league, knob) == setting, knob
+        else:
+            assert getattr(cfg, name) == value, name
+    # a league flag changes one knob and keeps the game's others
+    one = config_from(["--env", "tictactoe", "--league.main-learner-share", "0.8"])
+    assert one.league.main_learner_share == 0.8
+    assert one.league.main_exploiter_prob == tuned["league"]["main_exploiter_prob"]
     assert config_from(["--env", "tictactoe", "--entropy-coeff", "0.2"]).entropy_coeff == 0.2
     file = tmp_path / "c.yaml"
     file.write_text(yaml.safe_dump({"env": "tictactoe", "lr": 0.002}))
