@@ -24,14 +24,14 @@ def test_probe_trains_a_best_response_and_reports_intervals(ray_session, tmp_pat
 
     target = _untrained_snapshot(tmp_path / "target")
     lines: list[str] = []
-    result = probe(str(target), minutes=0.3, games=200, seed=1, log=lines.append)
+    result = probe(str(target), minutes=0.5, games=200, seed=1, log=lines.append)
     assert result.env_steps > 0 and any("env steps" in line for line in lines)
     assert result.games == 200 and len(result.seats) == 2
     lo, hi = result.win_interval()
     assert 0.0 <= lo <= result.win_rate <= hi <= 1.0
-    # Against an untrained (near-uniform) tictactoe player a short PPO run already
-    # wins most games; a random player would win about 44% over both seats.
-    assert result.win_rate > 0.6, result.format()
+    # Random play against an untrained (near-uniform) tictactoe player wins about
+    # 44% over both seats; half a minute of PPO already does clearly better.
+    assert result.win_rate > 0.5 and result.mean_score > 0.1, result.format()
     assert "win rate" in result.format() and "seat player_1" in result.format()
 
 
