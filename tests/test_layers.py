@@ -117,3 +117,23 @@ def test_no_import_cycles():
         if node not in state:
             visit(node, [node])
     assert not cycles, cycles
+
+
+def test_front_door_exports_resolve_and_stay_lazy():
+    code = textwrap.dedent(
+        """
+        import sys
+        import league
+        assert "ray" not in sys.modules and "torch" not in sys.modules
+        from league import League, LeagueConfig, RunDir
+        assert "ray" not in sys.modules
+        import league as pkg
+        for name in pkg.__all__:
+            getattr(pkg, name)
+        print("ok")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
