@@ -214,3 +214,16 @@ def test_league_nash_of_a_cycle_mixes_all_three():
             table.add_result(a, b, 1.0)
     weights = nash_weights(table, ["rock", "paper", "scissors"])
     assert weights == pytest.approx(dict.fromkeys(["rock", "paper", "scissors"], 1 / 3), abs=1e-7)
+
+
+def test_payoff_matrix_from_entries_equals_the_dense_definition():
+    from league.core.nash import payoff_matrix
+
+    rng = np.random.default_rng(4)
+    table = PayoffTable(decay=1.0, min_games=3.0)
+    ids = [f"m{i}" for i in range(8)]
+    for _ in range(60):
+        a, b = rng.choice(8, 2, replace=False)
+        table.add_result(ids[a], ids[b], float(rng.choice([0.0, 0.5, 1.0])))
+    dense = np.array([[table.win_rate(a, b) - 0.5 if a != b else 0.0 for b in ids] for a in ids])
+    assert payoff_matrix(table, ids) == pytest.approx(dense)

@@ -23,14 +23,16 @@ WEIGHT_FLOOR = 1e-9
 
 
 def payoff_matrix(payoff: PayoffTable, module_ids: Sequence[str]) -> np.ndarray:
-    """M[i, j] = win_rate(i, j) - 1/2, made exactly antisymmetric."""
-    n = len(module_ids)
-    margin = np.zeros((n, n))
-    for i, a in enumerate(module_ids):
-        for j, b in enumerate(module_ids):
-            if i != j:
-                margin[i, j] = payoff.win_rate(a, b) - 0.5
-    return (margin - margin.T) / 2.0
+    """M[i, j] = win_rate(i, j) - 1/2 (antisymmetric). Only pairs with recorded
+    games can differ from 0, so the table's entries are visited, not all n^2 pairs."""
+    index = {m: i for i, m in enumerate(module_ids)}
+    margin = np.zeros((len(index), len(index)))
+    for a, b in payoff.pairs():
+        if a in index and b in index:
+            value = payoff.win_rate(a, b) - 0.5
+            margin[index[a], index[b]] = value
+            margin[index[b], index[a]] = -value
+    return margin
 
 
 def maximin(matrix: np.ndarray) -> tuple[np.ndarray, float]:

@@ -76,6 +76,10 @@ class PayoffTable:
             return 0.5
         return (w + 0.5 * d) / games
 
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every pair ``(a, b)``, ``a < b``, with recorded games."""
+        return list(self._wdl)
+
     def win_rates(self, a: str, opponents: Iterable[str]) -> list[float]:
         return [self.win_rate(a, b) for b in opponents]
 
