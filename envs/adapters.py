@@ -1,9 +1,9 @@
 """PettingZoo games as RLlib MultiAgentEnvs with masked dict observations.
 
 Every game reaches RLlib in one shape: each agent observes
-`{"observation": Box, "action_mask": Box(0, 1, (n_actions,), int8)}`. Turn-based
-games go through RLlib's own `PettingZooEnv`, simultaneous-move games through
-`ParallelPettingZooEnv` (after `envs.wrappers.MaskedObservations`).
+`{"observation": Box, "action_mask": Box(0, 1, (n_actions,), int8)}` (envs.spaces).
+Turn-based games go through RLlib's own `PettingZooEnv`, simultaneous-move games
+through `ParallelPettingZooEnv`. `config["game"]` is a game id (envs.registry).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
-from envs.registry import get_game
+from envs.registry import add_import_roots, get_game
 
 
 class TurnBasedGameEnv(PettingZooEnv):
-    """A turn-based (AEC) game from the registry; `config["game"]` names it.
+    """A turn-based (AEC) game; `config["game"]` is its game id.
 
     `config["random_opening_moves"] = k` starts each episode after 0..k uniformly
     random legal moves (played by neither policy), so self-play also visits the
@@ -24,6 +24,7 @@ class TurnBasedGameEnv(PettingZooEnv):
 
     def __init__(self, config: dict | None = None):
         config = config or {}
+        add_import_roots(list(config.get("import_paths", [])))
         game = get_game(config.get("game", ""))
         if game.kind != "turn_based":
             raise ValueError(f"game {game.name!r} is {game.kind}, not turn_based")
@@ -50,9 +51,10 @@ class TurnBasedGameEnv(PettingZooEnv):
 
 
 class SimultaneousGameEnv(ParallelPettingZooEnv):
-    """A simultaneous-move (Parallel API) game from the registry."""
+    """A simultaneous-move (Parallel API) game; `config["game"]` is its game id."""
 
     def __init__(self, config: dict | None = None):
+        add_import_roots(list((config or {}).get("import_paths", [])))
         game = get_game((config or {}).get("game", ""))
         if game.kind != "simultaneous":
             raise ValueError(f"game {game.name!r} is {game.kind}, not simultaneous")

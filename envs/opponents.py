@@ -133,25 +133,23 @@ class ConnectFourSearch:
         return uniform_over(connect_four_candidates(board, legal), c4.COLS)
 
 
-# Reference opponents of each game, weakest first (evaluation reports them in order).
+# Reference opponents beyond random play, weakest first (evaluation reports them in
+# order). Every game, from the registry or not, has "random".
 _OPPONENTS: dict[str, dict[str, Callable[[], Policy]]] = {
     "tictactoe": {"random": RandomPlayer, "minimax": MinimaxTicTacToe},
     "connect_four": {"random": RandomPlayer, "search": ConnectFourSearch},
-    "rps": {"random": RandomPlayer},
 }
+_ANY_GAME: dict[str, Callable[[], Policy]] = {"random": RandomPlayer}
 
 
 def reference_opponents(game: str) -> tuple[str, ...]:
-    """Names of the game's reference opponents, weakest first (none for unknown games)."""
-    return tuple(_OPPONENTS.get(game, ()))
+    """Names of the game's reference opponents, weakest first."""
+    return tuple(_OPPONENTS.get(game, _ANY_GAME))
 
 
 def make_opponent(name: str, game: str) -> Policy:
     """Build a reference opponent by name; refuse names that don't fit the game."""
-    if game not in _OPPONENTS:
-        valid = ", ".join(repr(g) for g in sorted(_OPPONENTS))
-        raise ValueError(f"no reference opponents for game {game!r}; valid games: {valid}")
-    choices = _OPPONENTS[game]
+    choices = _OPPONENTS.get(game, _ANY_GAME)
     if name not in choices:
         valid = ", ".join(repr(n) for n in sorted(choices))
         raise ValueError(f"unknown opponent {name!r} for game {game!r}; valid opponents: {valid}")

@@ -1,29 +1,51 @@
-"""Games by name. `get_game` is the one place an unknown name is refused.
+"""Games by reference. `get_game` is the one place a game reference is resolved
+(and refused).
+
+A game reference is one of
+- a registry name (`tictactoe`, `leduc_poker`, ...: `REGISTRY_NAMES`);
+- `package.module:callable`: any importable function or class returning a
+  PettingZoo AEC (turn-based) or Parallel (simultaneous-move) env;
+- `openspiel:GAME` or `openspiel:GAME(param=value,...)`: a two-player, turn-based
+  OpenSpiel game through shimmy (chance nodes included).
+Keyword arguments for the callable (or OpenSpiel parameters) travel with the
+reference in a *game id*, `make_game_id(reference, kwargs)`: the reference, then
+the kwargs as compact JSON. The run config, snapshot metadata and every tool
+record and reuse that one string.
 
 `Game.make()` returns the PettingZoo env with the league's observation shape
-(`{"observation", "action_mask"}` for every agent): AEC for turn-based games,
-Parallel for simultaneous-move games.
+(`{"observation", "action_mask"}` for every seat, envs.spaces): AEC for
+turn-based games, Parallel for simultaneous-move games.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import json
+import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import gymnasium as gym
-from pettingzoo.classic import connect_four_v3, rps_v2, tictactoe_v3
+from pettingzoo.classic import connect_four_v3, go_v5, rps_v2, tictactoe_v3
+from pettingzoo.utils.env import AECEnv, ParallelEnv
 
-from envs.wrappers import MaskedObservations
+from envs.openspiel import PREFIX as OPENSPIEL_PREFIX
+from envs.openspiel import OpenSpielGameError, make_openspiel_env
+from envs.spaces import GameSpaceError
+from envs.wrappers import LeagueObservations, ParallelLeagueObservations
 
 
 class UnknownGameError(ValueError):
-    """A game name that is not in the registry."""
+    """A game reference that does not resolve to a game the league can train on."""
 
 
 @dataclass(frozen=True)
 class Game:
     name: str
+    """The game id: the reference, plus its kwargs as JSON when there are any."""
     kind: Literal["turn_based", "simultaneous"]
     make: Callable[[], Any]
     description: str
@@ -31,83 +53,291 @@ class Game:
     """TrainConfig values that suit this game best (measured; see README's league
     benchmark). They replace the generic defaults, and config files and flags
     replace them; the nested `league` mapping merges key by key."""
+    openspiel: str | None = None
+    """The OpenSpiel game string (`kuhn_poker`, `leduc_poker(players=2)`) when the
+    game comes from OpenSpiel: its exact exploitability can then be computed."""
 
 
-def _rps() -> MaskedObservations:
-    return MaskedObservations(rps_v2.parallel_env())
+@dataclass(frozen=True)
+class _Entry:
+    """A registry entry: a factory of the raw PettingZoo env plus what we know of it."""
+
+    factory: Callable[..., Any]
+    description: str
+    train_defaults: Mapping[str, Any] = field(default_factory=dict)
+    openspiel: str | None = None
 
 
-GAMES: dict[str, Game] = {
-    game.name: game
-    for game in (
-        Game(
-            "tictactoe",
-            "turn_based",
-            tictactoe_v3.env,
-            "tictactoe_v3: 3x3, two players",
-            # Random openings and a higher entropy bonus keep self-play off a single
-            # deterministic line (plain self-play left the second seat exploitable).
-            train_defaults={
-                "hidden_sizes": [128, 128],
-                "lr": 5e-4,
-                "entropy_coeff": 0.03,
-                "random_opening_moves": 3,
-                "num_epochs": 8,
-                "minibatch_size": 500,
-                "eval_interval": 10,
-                "eval_games": 200,
-                # The league measured best at 15 minutes (README, league benchmark):
-                # the main gets most games and mostly plays itself; exploiters still
-                # learn from its games against them.
-                "league": {
-                    "main_learner_share": 0.9,
-                    "main_self_play_prob": 0.6,
-                    "main_pfsp_prob": 0.15,
-                    "main_forgotten_prob": 0.05,
-                    "main_exploiter_prob": 0.2,
-                },
+def _openspiel(name: str) -> Callable[..., Any]:
+    return functools.partial(make_openspiel_env, name)
+
+
+def _leduc_holdem(**kwargs: Any) -> Any:
+    from pettingzoo.classic import leduc_holdem_v4  # needs rlcard: import on use
+
+    return leduc_holdem_v4.env(**kwargs)
+
+
+def _texas_holdem(**kwargs: Any) -> Any:
+    from pettingzoo.classic import texas_holdem_v4
+
+    return texas_holdem_v4.env(**kwargs)
+
+
+def _go9(**kwargs: Any) -> Any:
+    return go_v5.env(**{"board_size": 9, **kwargs})
+
+
+# Settings measured on the OpenSpiel poker games (README, league benchmark).
+_POKER_DEFAULTS: dict[str, Any] = {"eval_interval": 10}
+
+_REGISTRY: dict[str, _Entry] = {
+    "tictactoe": _Entry(
+        tictactoe_v3.env,
+        "tictactoe_v3: 3x3, two players",
+        # Random openings and a higher entropy bonus keep self-play off a single
+        # deterministic line (plain self-play left the second seat exploitable).
+        train_defaults={
+            # Measured with MLPs over the board planes (conv encoders untried here).
+            "encoder": "mlp",
+            "hidden_sizes": [128, 128],
+            "lr": 5e-4,
+            "entropy_coeff": 0.03,
+            "random_opening_moves": 3,
+            "num_epochs": 8,
+            "minibatch_size": 500,
+            "eval_interval": 10,
+            "eval_games": 200,
+            # The league measured best at 15 minutes (README, league benchmark):
+            # the main gets most games and mostly plays itself; exploiters still
+            # learn from its games against them.
+            "league": {
+                "main_learner_share": 0.9,
+                "main_self_play_prob": 0.6,
+                "main_pfsp_prob": 0.15,
+                "main_forgotten_prob": 0.05,
+                "main_exploiter_prob": 0.2,
             },
-        ),
-        Game(
-            "connect_four",
-            "turn_based",
-            connect_four_v3.env,
-            "connect_four_v3: 6x7",
-            train_defaults={"random_opening_moves": 2, "eval_interval": 10},
-        ),
-        Game(
-            "rps",
-            "simultaneous",
-            _rps,
-            "rps_v2: 15 simultaneous rounds",
-            # Strategies cycle: a strong entropy bonus (a uniform magnet, as in magnetic
-            # mirror descent) damps the cycle, and games against the live main
-            # exploiter push the main down its exploitability (3-minute screening:
-            # league 0.03-0.06 per round, self-play 0.12-0.21; see README).
-            train_defaults={
-                "entropy_coeff": 0.3,
-                "league": {
-                    "main_self_play_prob": 0.2,
-                    "main_pfsp_prob": 0.35,
-                    "main_forgotten_prob": 0.15,
-                    "main_exploiter_prob": 0.3,
-                },
+        },
+    ),
+    "connect_four": _Entry(
+        connect_four_v3.env,
+        "connect_four_v3: 6x7",
+        train_defaults={"encoder": "mlp", "random_opening_moves": 2, "eval_interval": 10},
+    ),
+    "rps": _Entry(
+        rps_v2.parallel_env,
+        "rps_v2: 15 simultaneous rounds",
+        # Strategies cycle: a strong entropy bonus (a uniform magnet, as in magnetic
+        # mirror descent) damps the cycle, and games against the live main
+        # exploiter push the main down its exploitability (3-minute screening:
+        # league 0.03-0.06 per round, self-play 0.12-0.21; see README).
+        train_defaults={
+            "entropy_coeff": 0.3,
+            "league": {
+                "main_self_play_prob": 0.2,
+                "main_pfsp_prob": 0.35,
+                "main_forgotten_prob": 0.15,
+                "main_exploiter_prob": 0.3,
             },
-        ),
-    )
+        },
+    ),
+    "leduc_holdem": _Entry(
+        _leduc_holdem, "leduc_holdem_v4: Leduc hold'em, hidden cards (PettingZoo, rlcard)"
+    ),
+    "texas_holdem": _Entry(
+        _texas_holdem, "texas_holdem_v4: limit Texas hold'em, hidden cards (PettingZoo, rlcard)"
+    ),
+    "go9": _Entry(
+        _go9,
+        "go_v5 on a 9x9 board: image observations (9x9x17) for a convolutional encoder",
+        train_defaults={"eval_interval": 10, "eval_games": 20},
+    ),
+    "kuhn_poker": _Entry(
+        _openspiel("kuhn_poker"),
+        "OpenSpiel kuhn_poker through shimmy: exact exploitability",
+        train_defaults=_POKER_DEFAULTS,
+        openspiel="kuhn_poker",
+    ),
+    "leduc_poker": _Entry(
+        _openspiel("leduc_poker"),
+        "OpenSpiel leduc_poker through shimmy: exact exploitability",
+        train_defaults=_POKER_DEFAULTS,
+        openspiel="leduc_poker",
+    ),
 }
 
+REGISTRY_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
-def get_game(name: str) -> Game:
+
+def make_game_id(reference: str, kwargs: Mapping[str, Any] | None = None) -> str:
+    """The one string naming a game and its kwargs (see the module doc)."""
+    if not kwargs:
+        return reference
+    return reference + json.dumps(dict(kwargs), sort_keys=True, separators=(",", ":"))
+
+
+def split_game_id(game_id: str) -> tuple[str, dict[str, Any]]:
+    """(reference, kwargs) of a game id; the inverse of `make_game_id`."""
+    if not isinstance(game_id, str) or not game_id.strip():
+        raise UnknownGameError(f"a game reference must be a non-empty string, got {game_id!r}")
+    brace = game_id.find("{")
+    if brace < 0:
+        return game_id, {}
     try:
-        return GAMES[name]
-    except KeyError:
-        known = ", ".join(sorted(GAMES))
-        raise UnknownGameError(f"unknown game {name!r}; known games: {known}") from None
+        kwargs = json.loads(game_id[brace:])
+    except ValueError as err:
+        raise UnknownGameError(f"malformed kwargs in game id {game_id!r}: {err}") from None
+    if not isinstance(kwargs, dict):
+        raise UnknownGameError(f"kwargs in game id {game_id!r} must be a JSON object")
+    return game_id[:brace], kwargs
 
 
-def game_spaces(name: str) -> tuple[gym.Space, gym.Space]:
-    """(observation space, action space) of one seat; all seats share them here."""
-    env = get_game(name).make()
+def _import_callable(reference: str) -> Callable[..., Any]:
+    module_name, _, attr = reference.partition(":")
+    if not module_name or not attr:
+        raise UnknownGameError(
+            f"game reference {reference!r} must look like package.module:callable"
+        )
+    # Like `python -m`, uvicorn and gunicorn: the working directory is importable.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:  # any import failure is the user's module's
+        raise UnknownGameError(
+            f"game reference {reference!r}: cannot import module {module_name!r}: "
+            f"{type(err).__name__}: {err}"
+        ) from None
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise UnknownGameError(
+                f"game reference {reference!r}: module {module_name!r} has no {attr!r}"
+            )
+        target = getattr(target, part)
+    if not callable(target):
+        raise UnknownGameError(f"game reference {reference!r}: {attr!r} is not callable")
+    return target
+
+
+def import_roots(game_id: str) -> list[str]:
+    """Directories a process must have on `sys.path` to import the game's module: Ray
+    workers on this machine get them through the env config (envs.adapters); on other
+    nodes ship the code with a Ray runtime_env (working_dir or py_modules)."""
+    reference, _ = split_game_id(game_id)
+    if reference in _REGISTRY or reference.startswith(OPENSPIEL_PREFIX) or ":" not in reference:
+        return []
+    module_name = reference.partition(":")[0]
+    _import_callable(reference)
+    module = sys.modules[module_name]
+    path = getattr(module, "__file__", None)
+    if not path:
+        return []
+    root = os.path.dirname(os.path.abspath(path))
+    depth = module_name.count(".") + (1 if os.path.basename(path) == "__init__.py" else 0)
+    for _ in range(depth):
+        root = os.path.dirname(root)
+    return [root]
+
+
+def add_import_roots(roots: list[str]) -> None:
+    """Make a game's module importable here (the other half of `import_roots`)."""
+    for root in roots:
+        if root not in sys.path:
+            sys.path.append(root)
+
+
+def _factory(reference: str) -> tuple[Callable[..., Any], _Entry | None]:
+    if reference in _REGISTRY:
+        entry = _REGISTRY[reference]
+        return entry.factory, entry
+    if reference.startswith(OPENSPIEL_PREFIX):
+        name = reference[len(OPENSPIEL_PREFIX) :]
+        if not name:
+            raise UnknownGameError("game reference 'openspiel:' names no OpenSpiel game")
+        return _openspiel(name), _Entry(_openspiel(name), f"OpenSpiel {name}", openspiel=name)
+    if ":" in reference:
+        return _import_callable(reference), None
+    known = ", ".join(REGISTRY_NAMES)
+    raise UnknownGameError(
+        f"unknown game {reference!r}; known games: {known} "
+        f"(or package.module:callable, or openspiel:GAME)"
+    )
+
+
+def _wrap(raw: Any, game_id: str) -> tuple[Any, Literal["turn_based", "simultaneous"]]:
+    if isinstance(raw, AECEnv):
+        return LeagueObservations(raw, game_id), "turn_based"
+    if isinstance(raw, ParallelEnv):
+        return ParallelLeagueObservations(raw, game_id), "simultaneous"
+    raise UnknownGameError(
+        f"game {game_id!r}: the callable returned {type(raw).__name__}, "
+        f"not a PettingZoo AECEnv or ParallelEnv"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _resolve(game_id: str) -> Game:
+    reference, kwargs = split_game_id(game_id)
+    factory, entry = _factory(reference)
+
+    def make_raw() -> Any:
+        try:
+            return factory(**kwargs)
+        except (UnknownGameError, OpenSpielGameError):
+            raise
+        except TypeError as err:
+            if kwargs:
+                raise UnknownGameError(
+                    f"game {reference!r} rejected env_kwargs {kwargs}: {err}"
+                ) from None
+            raise UnknownGameError(f"game {reference!r} could not be created: {err}") from None
+
+    try:
+        env, kind = _wrap(make_raw(), game_id)
+    except (OpenSpielGameError, GameSpaceError) as err:
+        raise UnknownGameError(str(err)) from None
+    env.close()
+
+    def make() -> Any:
+        return _wrap(make_raw(), game_id)[0]
+
+    return Game(
+        name=game_id,
+        kind=kind,
+        make=make,
+        description=entry.description if entry else f"{reference} (imported)",
+        train_defaults=entry.train_defaults if entry else {},
+        openspiel=(entry.openspiel if entry else None)
+        and _openspiel_string(entry.openspiel, kwargs),
+    )
+
+
+def _openspiel_string(name: str | None, kwargs: Mapping[str, Any]) -> str | None:
+    if name is None or not kwargs:
+        return name
+    params = ",".join(f"{k}={v}" for k, v in sorted(kwargs.items()))
+    return f"{name}({params})" if "(" not in name else name
+
+
+def get_game(game_id: str) -> Game:
+    """The game a game id (or plain reference) names; UnknownGameError otherwise."""
+    return _resolve(game_id)
+
+
+def registry_defaults(game_id: str) -> Mapping[str, Any]:
+    """A registry game's measured `train_defaults`, without creating its env."""
+    reference, _ = split_game_id(game_id)
+    entry = _REGISTRY.get(reference)
+    return entry.train_defaults if entry else {}
+
+
+@functools.lru_cache(maxsize=64)
+def game_spaces(game_id: str) -> tuple[gym.Space, gym.Space]:
+    """(observation space, action space) of one seat; all seats share them."""
+    env = get_game(game_id).make()
     agent = env.possible_agents[0]
-    return env.observation_space(agent), env.action_space(agent)
+    spaces = env.observation_space(agent), env.action_space(agent)
+    env.close()
+    return spaces

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import sys
 import types
 import typing
@@ -19,8 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from envs.registry import UnknownGameError
-from league.config import ConfigError, TrainConfig, check_choice, load_config_file
+from envs.registry import UnknownGameError, get_game
+from league.config import ConfigError, TrainConfig, check_choice, load_config_file, matches_type
 from league.core.ids import snapshot_id
 from league.run import RunDir, RunDirError
 
@@ -87,6 +88,10 @@ def _show(value: Any) -> str:
         return "none"
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, dict) or (
+        isinstance(value, list) and value and isinstance(value[0], list)
+    ):
+        return json.dumps(value)
     if isinstance(value, list):
         return " ".join(map(str, value))
     return str(value)
@@ -132,11 +137,32 @@ def _choice(f: dataclasses.Field[Any]) -> Callable[[str], str]:
     return parse
 
 
+def _json_value(f: dataclasses.Field[Any], hint: Any) -> Callable[[str], Any]:
+    """Parse a JSON flag value (a mapping, or a list of lists) and check its type."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from None
+        if not matches_type(value, hint):
+            raise argparse.ArgumentTypeError(f"{f.name} must be {hint}, got {value!r}")
+        return value
+
+    parse.__name__ = "JSON"
+    return parse
+
+
 def _parse_options(f: dataclasses.Field[Any], hint: Any) -> dict[str, Any]:
     """argparse keywords that parse one field's values, from its type hint."""
     inner, optional = _split_optional(hint)
     if inner is bool and not optional:
         return {"action": argparse.BooleanOptionalAction}
+    nested_list = (
+        typing.get_origin(inner) is list and typing.get_origin(typing.get_args(inner)[0]) is list
+    )
+    if typing.get_origin(inner) is dict or nested_list:
+        return {"type": _json_value(f, inner), "metavar": "JSON"}
     if typing.get_origin(inner) is list and not optional:
         (item,) = typing.get_args(inner)
         return {"type": item, "nargs": "+", "metavar": _METAVARS[item]}
@@ -530,6 +556,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 f"  exploitability ({label}): as first {ex.as_first:.4f}, "
                 f"as second {ex.as_second:.4f}, mean {ex.mean:.4f}"
             )
+    if get_game(game).openspiel is not None:
+        from league.tools.openspiel_exploitability import exploitability, uniform_exploitability
+
+        print(
+            f"  exploitability (OpenSpiel, NashConv/2, sampled): {exploitability(game, policy):.4f}"
+            f"  (uniform play: {uniform_exploitability(game):.4f})"
+        )
     return 0
 
 

@@ -9,6 +9,7 @@ config file may set any field; CLI flags override it.
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
 import types
 import typing
@@ -18,10 +19,17 @@ from typing import Any
 
 import yaml
 
-from envs.registry import GAMES, get_game
+from envs.registry import REGISTRY_NAMES, get_game, make_game_id, registry_defaults
 from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
-from rlmodules.networks import ACTIVATIONS, DEFAULT_ACTIVATION, DEFAULT_HIDDEN_SIZES
+from rlmodules.networks import (
+    ACTIVATIONS,
+    DEFAULT_ACTIVATION,
+    DEFAULT_CONV_FILTERS,
+    DEFAULT_HIDDEN_SIZES,
+    ENCODERS,
+    check_conv_filters,
+)
 
 
 class ConfigError(ValueError):
@@ -39,7 +47,18 @@ class TrainConfig:
 
     env: str = field(
         default="tictactoe",
-        metadata=_help("Game name from the registry.", choices=sorted(GAMES), noun="game"),
+        metadata=_help(
+            "Game: a registry name (" + ", ".join(REGISTRY_NAMES) + "), "
+            "package.module:callable returning a PettingZoo env, or "
+            "openspiel:GAME(param=value,...)."
+        ),
+    )
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict,
+        metadata=_help(
+            "Keyword arguments for the game's callable or OpenSpiel parameters "
+            "(a JSON object on the command line)."
+        ),
     )
     mode: str = field(
         default="league",
@@ -103,6 +122,21 @@ class TrainConfig:
         default=DEFAULT_ACTIVATION,
         metadata=_help("Hidden-layer activation.", choices=sorted(ACTIVATIONS)),
     )
+    encoder: str = field(
+        default="auto",
+        metadata=_help(
+            "Observation encoder: auto (conv for H x W x C boards and images, else mlp), "
+            "mlp, or conv.",
+            choices=ENCODERS,
+        ),
+    )
+    conv_filters: list[list[int]] = field(
+        default_factory=lambda: [list(f) for f in DEFAULT_CONV_FILTERS],
+        metadata=_help(
+            "Conv layers as RLlib's conv_filters: [[out_channels, kernel, stride], ...] "
+            "(JSON on the command line)."
+        ),
+    )
     # Learner-only modules (rlmodules.shared_value, rlmodules.world_model)
     shared_vf: bool = field(
         default=False,
@@ -160,7 +194,17 @@ class TrainConfig:
     )
 
     def __post_init__(self) -> None:
-        get_game(self.env)  # UnknownGameError, as everywhere a game name is refused
+        if not isinstance(self.env_kwargs, dict):
+            raise ConfigError(f"env_kwargs must be a mapping, got {self.env_kwargs!r}")
+        try:
+            json.dumps(self.env_kwargs, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"env_kwargs must be plain JSON values: {err}") from None
+        try:
+            check_conv_filters(self.conv_filters)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        get_game(self.game)  # UnknownGameError, as everywhere a game reference is refused
         for f in dataclasses.fields(self):
             check_choice(f, getattr(self, f.name))
         if isinstance(self.league, dict):
@@ -190,8 +234,18 @@ class TrainConfig:
             raise ConfigError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
 
     @property
+    def game(self) -> str:
+        """The game id: `env` with its `env_kwargs` (envs.registry.make_game_id)."""
+        return make_game_id(self.env, self.env_kwargs)
+
+    @property
     def model_config(self) -> dict[str, Any]:
-        return {"hidden_sizes": list(self.hidden_sizes), "activation": self.activation}
+        return {
+            "hidden_sizes": list(self.hidden_sizes),
+            "activation": self.activation,
+            "encoder": self.encoder,
+            "conv_filters": [list(f) for f in self.conv_filters],
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -214,7 +268,7 @@ class TrainConfig:
                 if not isinstance(value, (dict, LeagueConfig)):
                     raise ConfigError(f"{source}: league must be a mapping, got {value!r}")
                 continue
-            if not _matches(value, hints[name]):
+            if not matches_type(value, hints[name]):
                 raise ConfigError(
                     f"{source}: {name} must be {_type_name(hints[name])}, got {value!r}"
                 )
@@ -224,10 +278,11 @@ class TrainConfig:
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
     """`values` over its game's `train_defaults` (nested `league` merged key by key)."""
     game = values.get("env", TrainConfig.env)
-    if not isinstance(game, str) or game not in GAMES:
+    if not isinstance(game, str):
         return values  # __post_init__ names the problem
-    merged = {**GAMES[game].train_defaults, **values}
-    league_defaults = GAMES[game].train_defaults.get("league")
+    defaults = registry_defaults(game)
+    merged = {**defaults, **values}
+    league_defaults = defaults.get("league")
     if isinstance(league_defaults, dict) and isinstance(values.get("league"), dict):
         merged["league"] = {**league_defaults, **values["league"]}
     return merged
@@ -241,16 +296,20 @@ def check_choice(f: dataclasses.Field[Any], value: Any) -> None:
         raise ConfigError(f"unknown {noun} {value!r}; known {noun}s: {', '.join(choices)}")
 
 
-def _matches(value: Any, hint: Any) -> bool:
+def matches_type(value: Any, hint: Any) -> bool:
     """Whether a value parsed from YAML/TOML fits a field's type hint."""
     origin = typing.get_origin(hint)
     if origin in (types.UnionType, typing.Union):
-        return any(_matches(value, arg) for arg in typing.get_args(hint))
+        return any(matches_type(value, arg) for arg in typing.get_args(hint))
     if hint is type(None):
         return value is None
     if origin is list:
         (item,) = typing.get_args(hint)
-        return isinstance(value, list) and all(_matches(v, item) for v in value)
+        return isinstance(value, list) and all(matches_type(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
+    if hint is Any:
+        return True
     if hint is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if hint is int:

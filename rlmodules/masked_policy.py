@@ -1,7 +1,8 @@
 """Masked actor-critic RLModule for turn-based games with action masks.
 
 Observations are PettingZoo's `{"observation": planes, "action_mask": mask}` dicts.
-The planes are flattened and fed to an MLP; illegal actions get the logit
+The planes go to an MLP (flattened) or, for H x W x C boards, to conv layers then
+an MLP (`rlmodules.networks.build_policy_network`); illegal actions get the logit
 `FLOAT_MIN`, so a softmax gives them probability exactly 0 in exploration,
 inference and training alike.
 
@@ -25,10 +26,8 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
-from rlmodules.networks import build_mlp, default_model_config, mask_logits
-
-OBS_KEY = "observation"
-MASK_KEY = "action_mask"
+from envs.spaces import MASK_KEY, OBS_KEY
+from rlmodules.networks import build_policy_network, default_model_config, mask_logits
 
 DEFAULT_MODEL_CONFIG: dict[str, Any] = default_model_config()
 
@@ -49,36 +48,33 @@ def masked_obs_shape(observation_space: gym.Space) -> tuple[int, int]:
 
 
 class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
-    """Policy and value MLPs over flattened board planes, with action masking.
+    """Policy and value networks over the observation, with action masking.
 
     `model_config` keys: `hidden_sizes` (list of ints), `activation` (relu, tanh,
-    elu, silu). Missing keys take `DEFAULT_MODEL_CONFIG`. Optional `value_head`
+    elu, silu), `encoder` (auto, mlp, conv) and `conv_filters` (RLlib's
+    [out_channels, kernel, stride] list). Missing keys take `DEFAULT_MODEL_CONFIG`. Optional `value_head`
     (default True): False builds the policy network only, for training with the
     learner-only shared value function; `compute_values` then refuses.
     """
 
     def setup(self) -> None:
         config = {**DEFAULT_MODEL_CONFIG, **(self.model_config or {})}
-        obs_size, n_actions = masked_obs_shape(self.observation_space)
+        _, n_actions = masked_obs_shape(self.observation_space)
         if getattr(self.action_space, "n", None) != n_actions:
             raise ValueError(
                 f"action space {self.action_space} does not match the action mask size {n_actions}"
             )
-        hidden = list(config["hidden_sizes"])
-        self.policy_net = build_mlp(obs_size, hidden, n_actions, config["activation"])
+        obs_shape = tuple(self.observation_space[OBS_KEY].shape)
+        self.policy_net = build_policy_network(obs_shape, n_actions, config)
         self.has_value_head = bool(config.get("value_head", True))
         if self.has_value_head and not self.inference_only:
-            self.value_net = build_mlp(obs_size, hidden, 1, config["activation"])
+            self.value_net = build_policy_network(obs_shape, 1, config)
 
     def get_non_inference_attributes(self) -> list[str]:
         return ["value_net"] if self.has_value_head else []
 
-    def _flat_obs(self, batch: dict[str, Any]) -> torch.Tensor:
-        obs = batch[Columns.OBS][OBS_KEY]
-        return obs.reshape(obs.shape[0], -1).float()
-
     def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
-        logits = self.policy_net(self._flat_obs(batch))
+        logits = self.policy_net(batch[Columns.OBS][OBS_KEY])
         return {Columns.ACTION_DIST_INPUTS: mask_logits(logits, batch[Columns.OBS][MASK_KEY])}
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
@@ -87,7 +83,7 @@ class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI)
                 "this MaskedActorCriticModule has no value head (model_config "
                 "value_head=False); its values come from the shared value function"
             )
-        return self.value_net(self._flat_obs(batch)).squeeze(-1)
+        return self.value_net(batch[Columns.OBS][OBS_KEY]).squeeze(-1)
 
 
 def masked_policy_spec(

@@ -9,6 +9,9 @@ allows it:
   dynamic programming on what the policy observes; 0 = uniform play);
 - tictactoe: exact exploitability in both seats, greedy and sampled (full game-tree
   best response), and W/D/L against a uniformly random player;
+- kuhn_poker, leduc_poker (OpenSpiel): exact exploitability (OpenSpiel's own
+  `exploitability`, NashConv/2) of the main and, for the league, of its Nash
+  mixture over snapshots (`league export --mixture`, reach-weighted);
 - connect_four: the two mains head to head (both sampling, seats alternating), and
   an approximate exploitability of each: the win rate of a best response trained
   against it for `--probe-minutes` (`league probe`).
@@ -34,6 +37,7 @@ from league.snapshot import load_policy
 from league.store import open_store
 from league.tools.evaluation import evaluate
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
+from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
 
 MODES = ("selfplay", "league")
 MAIN = "main_0"
@@ -80,6 +84,16 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
         }
         for seat in evaluate(game, policy, RandomPlayer(), args.random_games, seed=1):
             row[f"losses vs random ({seat.seat})"] = float(seat.losses)
+    elif game in ("kuhn_poker", "leduc_poker"):
+        row["exploitability"] = openspiel_exploitability(game, policy)
+        mixture = run.path / "nash-mixture"
+        if run.store_file.is_file():
+            if not mixture.is_dir():
+                command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
+                subprocess.run([*command, "--out", str(mixture)], check=True)
+            row["mixture exploitability"] = openspiel_exploitability(game, load_policy(mixture))
+    elif game == "connect_four":
+        row |= probe_row(run, args.probe_minutes)
     return row
 
 

@@ -1,8 +1,10 @@
-"""Env steps/s on connect_four: raw PettingZoo, plain RLlib PPO, and this project.
+"""Env steps/s on one game: raw PettingZoo, plain RLlib PPO, and this project.
 
+`--env` takes any game reference `league train --env` takes (default connect_four).
 All measured in one run, on one local Ray instance with the same CPUs:
 
-  (a) raw PettingZoo connect_four_v3, uniform random legal moves, no RLlib;
+  (a) the game's PettingZoo env (with the league's observation adapter, which
+      finds masks in `info` for OpenSpiel games), uniform random legal moves, no RLlib;
   (b) plain RLlib PPO self-play through RLlib's PettingZooEnv with RLlib's default
       settings (one env per runner, episodes_to_numpy on, default runner class,
       PPO's default training hyperparameters); the same masked module as (c),
@@ -14,7 +16,7 @@ All measured in one run, on one local Ray instance with the same CPUs:
 Training throughput = env steps sampled / wall time of `algo.train()` over the
 timed iterations (after one warm-up iteration), learner updates included.
 
-    .venv/bin/python scripts/bench_throughput.py [--num-env-runners 1] [--iterations 5]
+    .venv/bin/python scripts/bench_throughput.py [--env GAME] [--num-env-runners 1] [--iterations 5]
 """
 
 from __future__ import annotations
@@ -24,20 +26,20 @@ import time
 
 import numpy as np
 import ray
-from pettingzoo.classic import connect_four_v3
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 from ray.tune.registry import register_env
 
+from envs.registry import get_game
 from league.config import TrainConfig
 from league.training.algorithm import build_ppo_config
 from rlmodules.masked_policy import masked_policy_spec
 
 
-def raw_pettingzoo_steps_per_s(seconds: float, seed: int = 0) -> float:
+def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> float:
     rng = np.random.default_rng(seed)
-    env = connect_four_v3.env()
+    env = get_game(game).make()
     env.reset(seed=seed)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -51,21 +53,26 @@ def raw_pettingzoo_steps_per_s(seconds: float, seed: int = 0) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def plain_rllib_config(num_env_runners: int, project_hparams: TrainConfig | None) -> PPOConfig:
-    register_env("bench_connect_four", lambda _: PettingZooEnv(connect_four_v3.env()))
+def plain_rllib_config(
+    game: str, num_env_runners: int, project_hparams: TrainConfig, with_hparams: bool
+) -> PPOConfig:
+    model = project_hparams.model_config  # the same network as (c): only the runner differs
+    register_env("bench_game", lambda _: PettingZooEnv(get_game(game).make()))
     config = (
         PPOConfig()
-        .environment("bench_connect_four")
+        .environment("bench_game")
         .env_runners(num_env_runners=num_env_runners)
         .multi_agent(
             policies={"shared"},
             policy_mapping_fn=lambda agent_id, episode, **kw: "shared",
         )
         .rl_module(
-            rl_module_spec=MultiRLModuleSpec(rl_module_specs={"shared": masked_policy_spec()})
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={"shared": masked_policy_spec(model_config=model)}
+            )
         )
     )
-    if project_hparams is not None:
+    if with_hparams:
         h = project_hparams
         config.training(
             train_batch_size_per_learner=h.train_batch_size,
@@ -93,6 +100,7 @@ def training_steps_per_s(config: PPOConfig, iterations: int) -> tuple[float, flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="connect_four", help="game reference (as league train)")
     parser.add_argument("--num-env-runners", type=int, default=1)
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations per setup")
     parser.add_argument("--raw-seconds", type=float, default=10.0)
@@ -100,18 +108,19 @@ def main() -> None:
     args = parser.parse_args()
 
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
-    ours = TrainConfig(env="connect_four", num_env_runners=args.num_env_runners)
+    ours = TrainConfig.from_dict({"env": args.env, "num_env_runners": args.num_env_runners})
+    print(f"game {ours.game}")
 
-    raw = raw_pettingzoo_steps_per_s(args.raw_seconds)
+    raw = raw_pettingzoo_steps_per_s(ours.game, args.raw_seconds)
     print(f"(a)  raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
     plain, plain_it = training_steps_per_s(
-        plain_rllib_config(args.num_env_runners, None), args.iterations
+        plain_rllib_config(ours.game, args.num_env_runners, ours, False), args.iterations
     )
     print(
         f"(b)  plain RLlib PPO, defaults:        {plain:9,.0f} env steps/s ({plain_it:.1f} s/iter)"
     )
     plain_h, plain_h_it = training_steps_per_s(
-        plain_rllib_config(args.num_env_runners, ours), args.iterations
+        plain_rllib_config(ours.game, args.num_env_runners, ours, True), args.iterations
     )
     print(
         f"(b') plain RLlib PPO, our PPO hparams: {plain_h:9,.0f} env steps/s "

@@ -67,8 +67,24 @@ def test_flag_help_is_the_field_help_plus_default():
 def test_help_renders_and_lists_choices():
     text = train_parser().format_help()
     assert "--mode {league,selfplay}" in text
-    assert "--env {connect_four,rps,tictactoe}" in text
+    assert "--env TEXT" in text and "openspiel:GAME" in text
+    assert "--env-kwargs JSON" in text and "--conv-filters JSON" in text
     assert "--league.max-snapshots INT" in text
+
+
+def test_json_flags_parse_and_refuse_bad_json(capsys):
+    cfg = config_from(["--env", "go9", "--env-kwargs", '{"komi": 5.5}'])
+    assert cfg.env_kwargs == {"komi": 5.5} and cfg.game == 'go9{"komi":5.5}'
+    cfg = config_from(["--conv-filters", "[[8, 3, 1]]", "--encoder", "conv"])
+    assert cfg.model_config["conv_filters"] == [[8, 3, 1]]
+    for flag, value in (
+        ("--env-kwargs", "{oops"),
+        ("--env-kwargs", "[1]"),
+        ("--conv-filters", "[1]"),
+    ):
+        with pytest.raises(SystemExit):
+            config_from([flag, value])
+        assert flag.removeprefix("--") in capsys.readouterr().err
 
 
 def test_flags_parse_into_train_config():
@@ -123,17 +139,20 @@ def test_flags_override_only_their_own_config_file_keys(tmp_path):
         (["--hidden-sizes", "64", "x"], "argument --hidden-sizes: invalid int value: 'x'"),
         (["--hidden-sizes"], "argument --hidden-sizes: expected at least one argument"),
         (["--stop-timesteps", "soon"], "argument --stop-timesteps: invalid int value"),
-        (["--env", "chess"], "unknown game 'chess'; known games: connect_four, rps, tictactoe"),
+        (["--env", "chess"], "unknown game 'chess'; known games: tictactoe, connect_four, rps"),
         (["--mode", "ladder"], "unknown mode 'ladder'; known modes: league, selfplay"),
         (["--league.max-snapshots", "1.5"], "argument --league.max-snapshots: invalid int"),
         (["--shared-vf", "yes"], "unrecognized arguments: yes"),
     ],
 )
-def test_bad_value_is_one_error_line(capsys, argv, expected):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["train", *argv])
+def test_bad_value_is_one_error_line(capsys, tmp_path, argv, expected):
+    # argparse refuses what it can parse (SystemExit); the rest is refused by the config.
+    try:
+        code = main(["train", *argv, "--run-dir", str(tmp_path / "r")])
+    except SystemExit as exit_info:
+        code = exit_info.code
     out, err = capsys.readouterr()
-    assert exit_info.value.code == 2
+    assert code == 2
     assert out == ""
     assert len(err.splitlines()) == 1
     assert err.startswith("league: error:") and expected in err

@@ -7,10 +7,10 @@ import pytest
 from pettingzoo.test import api_test, parallel_api_test
 
 from envs.adapters import SimultaneousGameEnv, TurnBasedGameEnv, make_rllib_env, rllib_env_class
-from envs.registry import GAMES, UnknownGameError, game_spaces, get_game
+from envs.registry import REGISTRY_NAMES, UnknownGameError, game_spaces, get_game
 
 
-@pytest.mark.parametrize("name", [g.name for g in GAMES.values() if g.kind == "turn_based"])
+@pytest.mark.parametrize("name", [g for g in REGISTRY_NAMES if get_game(g).kind == "turn_based"])
 def test_turn_based_games_pass_pettingzoo_api_test(name):
     api_test(get_game(name).make(), num_cycles=200)
 
@@ -22,12 +22,12 @@ def test_rps_with_masked_observations_passes_parallel_api_test():
 def test_unknown_game_lists_known_games():
     with pytest.raises(UnknownGameError) as err:
         get_game("chess")
-    for name in GAMES:
+    for name in REGISTRY_NAMES:
         assert name in str(err.value)
 
 
 def test_every_game_has_masked_dict_observations():
-    for name in GAMES:
+    for name in REGISTRY_NAMES:
         obs_space, act_space = game_spaces(name)
         assert set(obs_space.spaces) == {"observation", "action_mask"}
         assert obs_space["action_mask"].shape == (act_space.n,)

@@ -28,6 +28,7 @@ LEARNER_ONLY = {SHARED_VF_ID, WORLD_MODEL_ID}
 
 TINY = dict(
     env="tictactoe",
+    encoder="mlp",  # as the registry default for tictactoe
     mode="selfplay",
     num_env_runners=1,
     num_envs_per_env_runner=2,

@@ -19,7 +19,7 @@ from envs.opponents import (
     make_opponent,
     reference_opponents,
 )
-from envs.registry import GAMES
+from envs.registry import REGISTRY_NAMES
 
 Obs = Mapping[str, np.ndarray]
 
@@ -397,7 +397,7 @@ def test_make_opponent_builds_the_named_player(name: str, game: str, cls: type) 
         ("search", "tictactoe", ["'search'", "'minimax'", "'random'"]),
         ("minimax", "connect_four", ["'minimax'", "'random'", "'search'"]),
         ("alphazero", "tictactoe", ["'alphazero'", "'minimax'", "'random'"]),
-        ("random", "chess", ["'chess'", "'connect_four'", "'tictactoe'"]),
+        ("minimax", "kuhn_poker", ["'minimax'", "'kuhn_poker'", "'random'"]),
     ],
 )
 def test_make_opponent_rejects_bad_names_listing_valid_choices(
@@ -420,7 +420,7 @@ def test_choose_action_samples_from_float32_probabilities():
     assert actions == set(range(7))
 
 
-@pytest.mark.parametrize("game", sorted(GAMES))
+@pytest.mark.parametrize("game", sorted(REGISTRY_NAMES))
 def test_every_registry_game_has_reference_opponents_that_play_it(game):
     """Training evaluates against these at every eval_interval: none may be missing."""
     from league.tools.evaluation import evaluate

@@ -16,6 +16,7 @@ from league.training.loop import player_policy, train
 
 TINY = dict(
     env="tictactoe",
+    encoder="mlp",  # as the registry default for tictactoe
     num_env_runners=1,
     num_envs_per_env_runner=8,
     train_batch_size=2000,
@@ -119,8 +120,9 @@ def test_checkpoint_restores_the_trained_weights(short_run, ray_session):
         _, restored = player_policy(algo, cfg, MAIN_PLAYER)
     finally:
         algo.stop()
-    key = "policy_net.0.weight"
-    saved_weights = saved.net.state_dict()["0.weight"].numpy()
+    first = next(iter(saved.net.state_dict()))
+    key = f"policy_net.{first}"
+    saved_weights = saved.net.state_dict()[first].numpy()
     assert not np.allclose(fresh[key], saved_weights)
     assert np.allclose(restored[key], saved_weights)
 

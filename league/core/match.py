@@ -31,6 +31,8 @@ class MatchRecord:
     outcomes: Mapping[str, Outcome] = field(hash=False)
     length: int
     iteration: int
+    returns: Mapping[str, float] = field(default_factory=dict, hash=False)
+    """Each seat's return (chips in poker); empty in records made before returns."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.episode_id, str) or not self.episode_id:
@@ -54,8 +56,15 @@ class MatchRecord:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        returns = dict(sorted(dict(self.returns).items()))
+        if returns and set(returns) != set(modules):
+            raise ValueError(f"returns must name the seats {sorted(modules)}: {sorted(returns)}")
+        for seat, value in returns.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise ValueError(f"returns[{seat!r}] must be a number, got {value!r}")
         object.__setattr__(self, "modules", modules)
         object.__setattr__(self, "outcomes", outcomes)
+        object.__setattr__(self, "returns", {k: float(v) for k, v in returns.items()})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +73,7 @@ class MatchRecord:
             "outcomes": dict(self.outcomes),
             "length": self.length,
             "iteration": self.iteration,
+            "returns": dict(self.returns),
         }
 
     @classmethod
@@ -74,6 +84,7 @@ class MatchRecord:
             outcomes=data["outcomes"],
             length=data["length"],
             iteration=data["iteration"],
+            returns=data.get("returns", {}),
         )
 
 

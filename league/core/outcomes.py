@@ -25,10 +25,16 @@ class SeatRecord:
     wins: int
     draws: int
     losses: int
+    total_return: float = 0.0
+    """Sum of the seat's returns (chips in poker; +1/0/-1 in win/lose games)."""
 
     @property
     def games(self) -> int:
         return self.wins + self.draws + self.losses
+
+    @property
+    def mean_return(self) -> float:
+        return self.total_return / self.games if self.games else 0.0
 
     def rate(self, outcome: str) -> float:
         return getattr(self, outcome) / self.games if self.games else 0.0
@@ -41,4 +47,8 @@ class SeatRecord:
         for outcome, letter in (("wins", "W"), ("draws", "D"), ("losses", "L")):
             lo, hi = self.interval(outcome)
             parts.append(f"{letter} {self.rate(outcome):.3f} [{lo:.3f}, {hi:.3f}]")
-        return f"seat {self.seat}: " + "  ".join(parts) + f"  ({self.games} games)"
+        return (
+            f"seat {self.seat}: "
+            + "  ".join(parts)
+            + f"  mean return {self.mean_return:+.3f}  ({self.games} games)"
+        )

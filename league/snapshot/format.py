@@ -16,7 +16,7 @@ import numpy as np
 
 from envs.registry import UnknownGameError, game_spaces
 from league.core.ids import parse_module_id
-from rlmodules.networks import ACTIVATIONS
+from rlmodules.networks import ACTIVATIONS, ENCODERS, check_conv_filters
 
 FORMAT_VERSION = 1
 WEIGHTS_FILE = "weights.safetensors"
@@ -182,6 +182,16 @@ def _check_model_config(config: Mapping[str, Any], source: str) -> tuple[list[in
         raise SnapshotError(
             f"{source}: model_config activation {activation!r} is not one of {sorted(ACTIVATIONS)}"
         )
+    if config.get("encoder", "mlp") not in ENCODERS:
+        raise SnapshotError(
+            f"{source}: model_config encoder {config.get('encoder')!r} is not one of "
+            f"{list(ENCODERS)}"
+        )
+    if "conv_filters" in config:
+        try:
+            check_conv_filters(config["conv_filters"])
+        except ValueError as err:
+            raise SnapshotError(f"{source}: model_config {err}") from None
     return hidden, activation
 
 

@@ -60,11 +60,15 @@ class MixturePolicy:
         self.current = self.ids[int(rng.choice(len(self.ids), p=self.weights))]
         return self.current
 
-    def action_probs(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
-        return self.members[self.current].action_probs(obs)
+    def action_probs(self, observation: Any, action_mask: Any = None) -> np.ndarray:
+        return self.members[self.current].action_probs(observation, action_mask)
 
-    def act(self, obs: Mapping[str, np.ndarray], greedy: bool = True, rng: Any = None) -> int:
-        return self.members[self.current].act(obs, greedy=greedy, rng=rng)
+    def act(
+        self, observation: Any, greedy: bool = True, rng: Any = None, action_mask: Any = None
+    ) -> int:
+        return self.members[self.current].act(
+            observation, greedy=greedy, rng=rng, action_mask=action_mask
+        )
 
 
 def save_mixture(

@@ -43,7 +43,7 @@ class _ProbsGraph(nn.Module):
         self.net = net
 
     def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
-        logits = self.net(torch.flatten(observation, start_dim=1))
+        logits = self.net(observation)
         return torch.softmax(mask_logits(logits, action_mask), dim=-1)
 
 

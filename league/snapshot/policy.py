@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from envs.opponents import choose_action
+from envs.registry import UnknownGameError, get_game
+from envs.spaces import ObservationAdapter
 from league.snapshot.format import (
     POLICY_PREFIX,
     SnapshotError,
@@ -17,13 +19,16 @@ from league.snapshot.format import (
     _check_model_config,
     _parse_space,
 )
-from rlmodules.networks import build_mlp, mask_logits
+from rlmodules.networks import build_policy_network, mask_logits
 
 
 class SnapshotPolicy:
-    """A frozen player: observation dict -> action probabilities or an action.
+    """A frozen player: observation -> action probabilities or an action.
 
-    Observations are one PettingZoo observation dict, `{"observation", "action_mask"}`.
+    `action_probs` and `act` take one seat's observation exactly as its PettingZoo
+    env gives it (a `{"observation", "action_mask"}` dict keeps its mask; for games
+    whose mask is in `info`, as OpenSpiel's, pass `action_mask=`; without one, every
+    action is legal). The `_batch` methods take the league's converted arrays.
     """
 
     def __init__(
@@ -44,8 +49,12 @@ class SnapshotPolicy:
         self.observation_space = obs_space
         self.obs_shape = tuple(obs_space["observation"].shape)
         self.n_actions = int(np.prod(obs_space["action_mask"].shape))
-        hidden, activation = _check_model_config(meta.model_config, source)
-        self.net = build_mlp(int(np.prod(self.obs_shape)), hidden, self.n_actions, activation)
+        _check_model_config(meta.model_config, source)
+        try:
+            self.net = build_policy_network(self.obs_shape, self.n_actions, meta.model_config)
+        except ValueError as err:
+            raise SnapshotError(f"{source}: model_config {err}") from None
+        self._adapter: ObservationAdapter | None = None
         _load_weights(self.net, weights, meta.model_config, source)
         self.net.eval()
 
@@ -61,20 +70,40 @@ class SnapshotPolicy:
 
     def _masked_logits(self, observations: np.ndarray, masks: np.ndarray) -> torch.Tensor:
         obs = torch.as_tensor(np.asarray(observations), dtype=torch.float32)
-        logits = self.net(obs.reshape(obs.shape[0], -1))
+        logits = self.net(obs.reshape(obs.shape[0], *self.obs_shape))
         return mask_logits(logits, torch.as_tensor(np.asarray(masks)))
 
-    def action_probs(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+    def league_observation(self, observation: Any, action_mask: Any = None) -> dict[str, Any]:
+        """An env observation (and optional mask) as the league's masked dict."""
+        if self._adapter is None:
+            self._adapter = _game_adapter(self.meta.game)
+        return self._adapter.to_league(observation, action_mask)
+
+    def action_probs(self, observation: Any, action_mask: Any = None) -> np.ndarray:
+        obs = self.league_observation(observation, action_mask)
         return self.action_probs_batch(obs["observation"][None], obs["action_mask"][None])[0]
 
     def act(
         self,
-        obs: Mapping[str, np.ndarray],
+        observation: Any,
         greedy: bool = True,
         rng: np.random.Generator | None = None,
+        action_mask: Any = None,
     ) -> int:
         """The argmax action, or one sampled with ``rng`` (fresh if None)."""
-        return choose_action(self.action_probs(obs), rng, greedy)
+        return choose_action(self.action_probs(observation, action_mask), rng, greedy)
+
+
+def _game_adapter(game_id: str) -> ObservationAdapter:
+    """The observation adapter of a game's first seat (all seats share spaces)."""
+    try:
+        env = get_game(game_id).make()
+    except UnknownGameError as err:
+        raise SnapshotError(f"cannot convert observations: {err}") from None
+    try:
+        return env.adapters[env.possible_agents[0]]
+    finally:
+        env.close()
 
 
 def _load_weights(

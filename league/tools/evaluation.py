@@ -148,9 +148,13 @@ def evaluate(
     for seat in agents:
         seats = {a: (policy if a == seat else opponent) for a in agents}
         greedy_by_seat = {a: (greedy if a == seat else opponent_greedy) for a in agents}
-        counts = Counter(
-            outcomes_from_returns(play_game(game, seats, rng, greedy_by_seat))[seat]
-            for _ in range(games_per_seat)
+        counts: Counter[str] = Counter()
+        total = 0.0
+        for _ in range(games_per_seat):
+            returns = play_game(game, seats, rng, greedy_by_seat)
+            counts[outcomes_from_returns(returns)[seat]] += 1
+            total += returns[seat]
+        records.append(
+            SeatRecord(seat, counts["win"], counts["draw"], counts["loss"], total_return=total)
         )
-        records.append(SeatRecord(seat, counts["win"], counts["draw"], counts["loss"]))
     return records

@@ -15,7 +15,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
 from envs.adapters import rllib_env_class
-from envs.registry import game_spaces, get_game
+from envs.registry import game_spaces, get_game, import_roots
 from league.config import ConfigError, TrainConfig
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
@@ -41,12 +41,15 @@ def trainable_players(cfg: TrainConfig) -> list[str]:
 
 
 def game_seats(game: str) -> list[str]:
-    return list(get_game(game).make().possible_agents)
+    env = get_game(game).make()
+    seats = list(env.possible_agents)
+    env.close()
+    return seats
 
 
 def snapshot_module_spec(cfg: TrainConfig):
     """Spec of a frozen opponent on env runners: inference-only, explicit spaces."""
-    obs_space, act_space = game_spaces(cfg.env)
+    obs_space, act_space = game_spaces(cfg.game)
     return masked_policy_spec(obs_space, act_space, cfg.model_config, inference_only=True)
 
 
@@ -54,9 +57,9 @@ def check_learner_only_switches(cfg: TrainConfig) -> None:
     """Refuse switch combinations that would silently do nothing or cannot work."""
     if cfg.centralized_critic and not cfg.shared_vf:
         raise ConfigError("centralized_critic needs shared_vf")
-    if cfg.centralized_critic and get_game(cfg.env).kind != "simultaneous":
+    if cfg.centralized_critic and get_game(cfg.game).kind != "simultaneous":
         raise ConfigError(
-            f"centralized_critic needs a simultaneous-move game; {cfg.env!r} is turn-based"
+            f"centralized_critic needs a simultaneous-move game; {cfg.game!r} is turn-based"
         )
     if cfg.curiosity_coeff < 0:
         raise ConfigError(f"curiosity_coeff must be >= 0, got {cfg.curiosity_coeff}")
@@ -66,7 +69,7 @@ def check_learner_only_switches(cfg: TrainConfig) -> None:
 
 def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
     """Specs of the learner-only modules switched on in `cfg` (explicit spaces)."""
-    obs_space, act_space = game_spaces(cfg.env)
+    obs_space, act_space = game_spaces(cfg.game)
     specs: dict[str, Any] = {}
     if cfg.shared_vf:
         specs[SHARED_VF_ID] = shared_value_spec(
@@ -75,7 +78,7 @@ def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
             players,
             cfg.model_config,
             centralized=cfg.centralized_critic,
-            seats=game_seats(cfg.env),
+            seats=game_seats(cfg.game),
         )
     if cfg.world_model:
         specs[WORLD_MODEL_ID] = world_model_spec(obs_space, act_space, cfg.model_config)
@@ -91,14 +94,18 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
     policy_model_config = {**cfg.model_config, **({"value_head": False} if cfg.shared_vf else {})}
     if cfg.mode == "league":
         plan = plan or build_plan(League(cfg.league), ())
-        mapping: Any = PlanMapping(plan, game_seats(cfg.env))
+        mapping: Any = PlanMapping(plan, game_seats(cfg.game))
     else:
         mapping = self_play_mapping
     config = (
         PPOConfig()
         .environment(
-            rllib_env_class(cfg.env),
-            env_config={"game": cfg.env, "random_opening_moves": cfg.random_opening_moves},
+            rllib_env_class(cfg.game),
+            env_config={
+                "game": cfg.game,
+                "import_paths": import_roots(cfg.game),
+                "random_opening_moves": cfg.random_opening_moves,
+            },
         )
         .framework("torch")
         .env_runners(

@@ -94,7 +94,7 @@ class LeagueCoordinator:
         league = latest.league if latest is not None else None
         return {
             "state": "paused" if self.state == "running" and self.control.paused else self.state,
-            "env": self.cfg.env,
+            "env": self.cfg.game,
             "mode": self.cfg.mode,
             "run_dir": self.cfg.run_dir,
             "iteration": latest.iteration if latest is not None else 0,

@@ -93,7 +93,7 @@ class LeagueDriver:
         self.run = run if isinstance(run, RunDir) else RunDir(run)
         self.league = League(cfg.league)
         self.rng = np.random.default_rng(seed)
-        self.seats = game_seats(cfg.env)
+        self.seats = game_seats(cfg.game)
         self.players = trainable_players(cfg)
         self.active_set: tuple[str, ...] = ()
         self.plan: MatchmakingPlan = build_plan(self.league, ())
@@ -190,7 +190,7 @@ class LeagueDriver:
     def export_snapshot(self, snapshot_id: str, weights: Mapping[str, np.ndarray]) -> None:
         """Write a new snapshot's folder and keep its policy weights for the next push."""
         snap = self.league.snapshots[snapshot_id]
-        meta = player_metadata(self.cfg.env, self.cfg.model_config, snap.player, snap.step)
+        meta = player_metadata(self.cfg.game, self.cfg.model_config, snap.player, snap.step)
         meta.version = snap.version
         meta.parent = snap.parent
         meta.rating = snap.rating

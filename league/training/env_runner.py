@@ -147,6 +147,7 @@ class MatchRecorder(RLlibCallback):
                 "episode_id": episode.id_,
                 "modules": {agent: episode.module_for(agent) for agent in returns},
                 "outcomes": outcomes_from_returns(returns),
+                "returns": returns,
                 "length": int(sum(len(chunk) for chunk in chunks)),
             }
         )

@@ -55,7 +55,7 @@ class TrainingSummary:
 def player_policy(algo: Any, cfg: TrainConfig, player: str) -> tuple[SnapshotPolicy, dict]:
     """The player's current weights (from the learner) as a Ray-free policy."""
     state = algo.learner_group.get_weights(module_ids=[player])[player]
-    meta = player_metadata(cfg.env, cfg.model_config, player, env_steps=0)
+    meta = player_metadata(cfg.game, cfg.model_config, player, env_steps=0)
     policy_state = {k: np.asarray(v) for k, v in state.items() if k.startswith(POLICY_PREFIX)}
     return SnapshotPolicy(meta, policy_state), policy_state
 
@@ -64,8 +64,8 @@ def evaluate_against_references(
     cfg: TrainConfig, policy: SnapshotPolicy, seed: int
 ) -> dict[str, list[SeatRecord]]:
     return {
-        name: evaluate(cfg.env, policy, make_opponent(name, cfg.env), cfg.eval_games, seed=seed)
-        for name in reference_opponents(cfg.env)
+        name: evaluate(cfg.game, policy, make_opponent(name, cfg.game), cfg.eval_games, seed=seed)
+        for name in reference_opponents(cfg.game)
     }
 
 
@@ -202,7 +202,7 @@ def run_iteration(
         steps_per_s=sampled / elapsed,
         episodes=int(runners.get("num_episodes", 0)),
         episode_len_mean=runners.get("episode_len_mean"),
-        first_seat_return=returns.get(game_seats(cfg.env)[0]),
+        first_seat_return=returns.get(game_seats(cfg.game)[0]),
         learners=learner_stats(result, trainable_players(cfg)),
     )
     if driver is not None and store is not None:
@@ -269,7 +269,7 @@ def train(
         stop_minutes = cfg.default_stop_minutes
     deadline = time.monotonic() + 60 * stop_minutes if stop_minutes else float("inf")
     log(
-        f"training {cfg.env} ({cfg.num_env_runners} env runners x "
+        f"training {cfg.game} ({cfg.num_env_runners} env runners x "
         f"{cfg.num_envs_per_env_runner} envs), stop at "
         f"{cfg.stop_timesteps or '-'} env steps / {stop_minutes or '-'} min; run dir {run.path}"
     )
@@ -381,7 +381,7 @@ def save_checkpoint(
         save_snapshot(
             run.player_dir(player),
             state,
-            player_metadata(cfg.env, cfg.model_config, player, env_steps),
+            player_metadata(cfg.game, cfg.model_config, player, env_steps),
         )
     write_json_atomic(
         run.latest_file,

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from envs.registry import split_game_id
 from league.config import TrainConfig
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan
@@ -79,12 +80,17 @@ def probe_config(target: SnapshotPolicy, seed: int) -> TrainConfig:
     """Training settings of the best response: the target's game and network, a
     league of one trainable main with the target as its only frozen opponent."""
     model = target.meta.model_config
+    env, env_kwargs = split_game_id(target.meta.game)
     return TrainConfig.from_dict(
         {
-            "env": target.meta.game,
+            "env": env,
+            "env_kwargs": env_kwargs,
             "mode": "league",
             "hidden_sizes": list(model["hidden_sizes"]),
             "activation": model["activation"],
+            # A snapshot made before conv encoders is an MLP (rlmodules.networks).
+            "encoder": model.get("encoder", "mlp"),
+            **({"conv_filters": model["conv_filters"]} if "conv_filters" in model else {}),
             "seed": seed,
             "eval_interval": 0,
             "dashboard": False,
@@ -119,7 +125,7 @@ def probe(
     algo = build_ppo_config(cfg, plan).build_algo()
     try:
         weights = {POLICY_PREFIX + k: v.numpy() for k, v in target.net.state_dict().items()}
-        spec, mapping = snapshot_module_spec(cfg), PlanMapping(plan, game_seats(cfg.env))
+        spec, mapping = snapshot_module_spec(cfg), PlanMapping(plan, game_seats(cfg.game))
 
         def install(runner: LeagueEnvRunner) -> list[str]:
             return runner.update_league(
@@ -141,5 +147,5 @@ def probe(
         best_response, _ = player_policy(algo, cfg, MAIN_PLAYER)
     finally:
         algo.stop()
-    seats = evaluate(cfg.env, best_response, target, games // 2, greedy=True, seed=seed + 1)
+    seats = evaluate(cfg.game, best_response, target, games // 2, greedy=True, seed=seed + 1)
     return ProbeResult(env_steps, seats)

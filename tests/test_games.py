@@ -1,0 +1,257 @@
+"""Any PettingZoo or OpenSpiel game: import paths, spaces, masks in info, new registry games."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from envs.adapters import make_rllib_env
+from envs.registry import UnknownGameError, game_spaces, get_game, make_game_id, split_game_id
+from envs.spaces import ObservationAdapter
+from league.cli import main
+from league.config import TrainConfig
+from league.snapshot import load_policy
+from league.tools.evaluation import evaluate
+from league.tools.openspiel_exploitability import exploitability, uniform_exploitability
+
+NIM = "toy_games:nim"
+TINY = [
+    "--num-env-runners", "1", "--num-envs-per-env-runner", "2",
+    "--train-batch-size", "128", "--minibatch-size", "64", "--num-epochs", "1",
+    "--hidden-sizes", "16", "--eval-interval", "1", "--eval-games", "2",
+    "--checkpoint-interval", "1", "--no-dashboard", "--league.snapshot-min-steps", "1",
+]  # fmt: skip
+
+
+def test_game_ids_carry_kwargs_both_ways():
+    gid = make_game_id(NIM, {"stones": 9})
+    assert gid == 'toy_games:nim{"stones":9}'
+    assert split_game_id(gid) == (NIM, {"stones": 9})
+    assert split_game_id("tictactoe") == ("tictactoe", {})
+    env = get_game(gid).make()
+    env.reset()
+    obs = env.observe(env.agent_selection)
+    # Dict observation flattened (one-hots of stones 0..9 and mover 0..1); mask from info.
+    assert obs["observation"].shape == (12,) and obs["observation"].sum() == 2
+    assert obs["action_mask"].tolist() == [1, 1, 1]
+
+
+def test_observation_adapter_detects_mask_and_encodings():
+    import gymnasium as gym
+
+    box = ObservationAdapter(gym.spaces.Box(0, 1, (4, 4, 3), bool), 5, "t")
+    assert box.space["observation"].dtype == np.int8 and box.space["observation"].shape == (4, 4, 3)
+    assert (
+        box(np.ones((4, 4, 3), bool), {})["action_mask"].tolist() == [1] * 5
+    )  # no mask: all legal
+    one_hot = ObservationAdapter(gym.spaces.Discrete(3), 2, "t")
+    assert one_hot(2, {"action_mask": [0, 1]})["observation"].tolist() == [0, 0, 1]
+    assert one_hot(2, {"action_mask": [0, 1]})["action_mask"].tolist() == [0, 1]
+    with pytest.raises(ValueError, match="cannot train on observation space"):
+        ObservationAdapter(gym.spaces.Text(5), 2, "game 'x', seat 'p'")
+
+
+@pytest.mark.parametrize(
+    ("reference", "kwargs", "expected"),
+    [
+        ("no_such_module:make", {}, "cannot import module 'no_such_module'"),
+        ("toy_games:nothing", {}, "has no 'nothing'"),
+        ("toy_games:NOT_CALLABLE", {}, "is not callable"),
+        ("toy_games:not_an_env", {}, "returned dict, not a PettingZoo AECEnv or ParallelEnv"),
+        ("openspiel:no_such_game", {}, "OpenSpiel cannot load 'no_such_game'"),
+        ("toy_games:continuous_nim", {}, "seat 'player_0': action space Box"),
+        ("toy_games:asymmetric_nim", {}, "seat 'player_1': spaces Box"),
+        ("toy_games:three_seat_nim", {}, "has 3 seats"),
+        (NIM, {"pebbles": 3}, "rejected env_kwargs {'pebbles': 3}"),
+        ("chess", {}, "known games: tictactoe"),
+    ],
+)
+def test_bad_game_references_end_in_one_line_and_exit_2(
+    tmp_path, capsys, reference, kwargs, expected
+):
+    with pytest.raises(UnknownGameError, match=expected.replace("(", r"\(").replace("{", r"\{")):
+        get_game(make_game_id(reference, kwargs))
+    argv = ["train", "--env", reference, "--run-dir", str(tmp_path / "r")]
+    if kwargs:
+        argv += ["--env-kwargs", json.dumps(kwargs)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("league: error:") and expected in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_masks_in_info_are_honoured_on_leduc_poker():
+    """1,000 sampled steps by a policy that puts weight on every action: none illegal."""
+    env = make_rllib_env("leduc_poker")
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=0)
+    steps = 0
+    while steps < 1000:
+        (agent,) = obs
+        mask = obs[agent]["action_mask"]
+        assert mask.any()
+        action = int(rng.choice(np.flatnonzero(mask)))
+        obs, rewards, terminated, _, _ = env.step({agent: action})  # shimmy raises if illegal
+        steps += 1
+        if terminated["__all__"]:
+            assert sum(rewards.values()) == pytest.approx(0.0)  # zero-sum chips
+            obs, _ = env.reset()
+
+
+@pytest.mark.parametrize(("game", "uniform"), [("kuhn_poker", 0.458333), ("leduc_poker", 2.373611)])
+def test_uniform_exploitability_is_openspiels(game, uniform):
+    """A network whose output is flat plays uniformly: its exploitability is OpenSpiel's."""
+    import torch
+
+    from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata
+    from rlmodules.networks import build_policy_network
+
+    obs, act = game_spaces(game)
+    model = {"hidden_sizes": [8], "activation": "relu"}
+    net = build_policy_network(obs["observation"].shape, act.n, model)
+    for p in net.parameters():
+        torch.nn.init.zeros_(p)
+    weights = {POLICY_PREFIX + k: v for k, v in net.state_dict().items()}
+    policy = SnapshotPolicy(player_metadata(game, model, "main_0", 0), weights)
+    assert exploitability(game, policy) == pytest.approx(uniform_exploitability(game), abs=1e-9)
+    assert uniform_exploitability(game) == pytest.approx(uniform, abs=1e-5)
+
+
+def test_import_path_game_trains_in_league_mode_and_exports(ray_session, tmp_path, capsys):
+    run = tmp_path / "nim"
+    argv = ["train", "--env", NIM, "--env-kwargs", '{"stones": 9}', "--run-dir", str(run)]
+    assert main([*argv, *TINY, "--stop-timesteps", "256"]) == 0
+    out = capsys.readouterr().out
+    assert "iter    2" in out or "iter 2" in out or out.count("\niter") >= 1, out
+    progress = [json.loads(line) for line in (run / "progress.jsonl").read_text().splitlines()]
+    assert len(progress) == 2 and progress[-1]["eval"]["random"]
+    config = json.loads((run / "config.json").read_text())
+    assert config["env"] == NIM and config["env_kwargs"] == {"stones": 9}
+    assert (
+        main(["export", "--run-dir", str(run), "--player", "main_0", "--out", str(tmp_path / "x")])
+        == 0
+    )
+    policy = load_policy(tmp_path / "x")
+    assert policy.meta.game == 'toy_games:nim{"stones":9}'
+    # The Ray-free policy takes the raw observation and the mask from info, as the env gives them.
+    from toy_games import nim
+
+    env = nim(stones=9)
+    env.reset()
+    for _ in range(50):
+        agent = env.agent_selection
+        if env.terminations[agent]:
+            env.reset()
+            continue
+        mask = env.infos[agent]["action_mask"]
+        action = policy.act(env.observe(agent), greedy=False, action_mask=mask)
+        assert mask[action] == 1
+        env.step(action)
+
+
+REGISTRY_RUNS = ["kuhn_poker", "leduc_poker", "leduc_holdem", "texas_holdem", "go9"]
+
+
+@pytest.mark.parametrize("game", REGISTRY_RUNS)
+def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_path, capsys, game):
+    run = tmp_path / game
+    steps = "128" if game == "go9" else "256"
+    extra = ["--train-batch-size", "64", "--minibatch-size", "64"] if game == "go9" else []
+    argv = ["train", "--env", game, "--run-dir", str(run), *TINY, *extra, "--stop-timesteps", steps]
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "eval (greedy" in out and "vs random" in out  # past its first evaluation
+    games = "2" if game == "go9" else "20"
+    assert main(["evaluate", "--run-dir", str(run), "--games", games]) == 0
+    out = capsys.readouterr().out
+    assert f"seat {get_game(game).make().possible_agents[0]}" in out and "mean return" in out
+    if game in ("kuhn_poker", "leduc_poker"):
+        line = next(line for line in out.splitlines() if "OpenSpiel" in line)
+        assert 0.0 <= float(line.split(":")[1].split()[0]) < 5.0
+    dest = tmp_path / "export"
+    assert main(["export", "--run-dir", str(run), "--player", "main_0", "--out", str(dest)]) == 0
+    policy = load_policy(dest)
+    env = get_game(game).make()
+    env.reset(seed=1)
+    agent = env.agent_selection
+    probs = policy.action_probs(env.observe(agent))
+    assert probs.shape == (game_spaces(game)[1].n,) and probs.sum() == pytest.approx(1.0)
+    assert np.all(probs[env.observe(agent)["action_mask"] == 0] == 0)
+    env.close()
+    if game == "go9":  # image observations: conv encoder, ONNX export like an MLP's
+        assert type(policy.net).__name__ == "ConvNet"
+        onnx_out = tmp_path / "go9.onnx"
+        assert main(["export", "--run-dir", str(run), "--player", "main_0", "--format", "onnx",
+                     "--out", str(onnx_out)]) == 0  # fmt: skip
+        assert onnx_out.stat().st_size > 0
+
+
+def test_rps_trains_past_its_first_evaluation(ray_session, tmp_path, capsys):
+    """`league train --env rps` used to stop at its first evaluation."""
+    run = tmp_path / "rps"
+    assert (
+        main(["train", "--env", "rps", "--run-dir", str(run), *TINY, "--stop-timesteps", "256"])
+        == 0
+    )
+    assert "vs random" in capsys.readouterr().out
+
+
+def test_evaluate_matches_on_openspiel_policy_mixture(tmp_path):
+    """Games with scores: outcome by the sign of the return difference, chips in the record."""
+    from envs.opponents import RandomPlayer
+
+    records = evaluate("leduc_poker", RandomPlayer(), RandomPlayer(), 200, seed=0)
+    for record in records:
+        assert record.games == 200 and record.wins + record.losses > 150
+        assert abs(record.mean_return) < 2.0  # chips; random vs random is even
+    assert Path(__file__).exists()
+
+
+def test_train_config_records_the_game_id():
+    cfg = TrainConfig.from_dict({"env": "go9", "env_kwargs": {"komi": 5.5}})
+    assert cfg.game == 'go9{"komi":5.5}'
+    assert cfg.model_config["encoder"] == "auto"
+    with pytest.raises(ValueError, match="env_kwargs must be plain JSON"):
+        TrainConfig.from_dict({"env": "go9", "env_kwargs": {"komi": float("nan")}})
+
+
+def test_conv_policy_loads_in_rllib_and_onnx_with_the_same_outputs(tmp_path):
+    """go9's conv policy: RLModule.from_checkpoint and ONNX give load_policy's numbers."""
+    import onnxruntime as ort
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from league.snapshot import player_metadata, save_snapshot
+    from league.snapshot.onnx import export_onnx
+    from league.snapshot.rllib_export import export_rllib_checkpoint
+    from rlmodules.masked_policy import masked_policy_spec
+
+    model = {"hidden_sizes": [16], "activation": "relu", "encoder": "auto"}
+    model["conv_filters"] = [[4, 3, 1], [8, 3, 2]]
+    obs_space, act_space = game_spaces("go9")
+    torch.manual_seed(0)
+    module = masked_policy_spec(obs_space, act_space, model).build()
+    path = tmp_path / "snap"
+    save_snapshot(path, module.get_state(), player_metadata("go9", model, "main_0", 1))
+    policy = load_policy(path)
+    assert type(policy.net).__name__ == "ConvNet"
+    rng = np.random.default_rng(0)
+    obs = rng.integers(0, 2, (16, 9, 9, 17)).astype(np.int8)
+    masks = rng.integers(0, 2, (16, 82)).astype(np.int8)
+    masks[:, 81] = 1
+    rllib = RLModule.from_checkpoint(export_rllib_checkpoint(path, tmp_path / "rllib"))
+    batch = {
+        Columns.OBS: {"observation": torch.as_tensor(obs), "action_mask": torch.as_tensor(masks)}
+    }
+    with torch.no_grad():
+        logits = rllib.forward_inference(batch)[Columns.ACTION_DIST_INPUTS].numpy()
+    np.testing.assert_allclose(logits, policy.logits_batch(obs, masks), atol=1e-5)
+    export_onnx(path, tmp_path / "go9.onnx")
+    session = ort.InferenceSession(str(tmp_path / "go9.onnx"), providers=["CPUExecutionProvider"])
+    feed = {"observation": obs.astype(np.float32), "action_mask": masks.astype(np.float32)}
+    (probs,) = session.run(None, feed)
+    np.testing.assert_allclose(probs, policy.action_probs_batch(obs, masks), atol=1e-5)

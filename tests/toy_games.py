@@ -1,0 +1,108 @@
+"""Games that exist only here, reached by import path (`tests.toy_games:nim`).
+
+`nim` is a real two-player AEC game in the shape the registry's games are not: a
+`Dict` observation without an action mask (flattened by the league) and the mask
+in `info`, as OpenSpiel's games through shimmy give it. The other callables are
+broken on purpose, one problem each, for the one-line errors.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from pettingzoo import AECEnv
+from pettingzoo.utils import AgentSelector
+
+MAX_TAKE = 3
+
+
+class Nim(AECEnv):
+    """Take 1..3 stones in turn; whoever takes the last stone wins (+1, -1)."""
+
+    metadata = {"name": "nim_v0", "is_parallelizable": False, "render_modes": []}
+
+    def __init__(self, stones: int = 7, seats: int = 2, continuous: bool = False):
+        super().__init__()
+        if stones < 1:
+            raise ValueError(f"stones must be >= 1, got {stones}")
+        self.stones = stones
+        self.possible_agents = [f"player_{i}" for i in range(seats)]
+        self._obs_space = gym.spaces.Dict(
+            {"stones": gym.spaces.Discrete(stones + 1), "mover": gym.spaces.Discrete(seats)}
+        )
+        self._act_space: gym.Space = (
+            gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+            if continuous
+            else gym.spaces.Discrete(MAX_TAKE)
+        )
+
+    def observation_space(self, agent):
+        return self._obs_space
+
+    def action_space(self, agent):
+        return self._act_space
+
+    def _mask(self) -> np.ndarray:
+        return (np.arange(1, MAX_TAKE + 1) <= self.left).astype(np.int8)
+
+    def observe(self, agent):
+        return {"stones": self.left, "mover": self.possible_agents.index(agent)}
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        self.left = self.stones
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self._selector = AgentSelector(self.agents)
+        self.agent_selection = self._selector.reset()
+        self.infos = {a: {"action_mask": self._mask()} for a in self.agents}
+
+    def step(self, action):
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        take = int(action) + 1
+        if take > self.left:
+            raise ValueError(f"illegal move: take {take} of {self.left}")
+        self.left -= take
+        self.rewards = {a: 0.0 for a in self.agents}
+        if self.left == 0:
+            self.rewards = {a: (1.0 if a == agent else -1.0) for a in self.agents}
+            self.terminations = {a: True for a in self.agents}
+        self.agent_selection = self._selector.next()
+        self.infos = {a: {"action_mask": self._mask()} for a in self.agents}
+        self._accumulate_rewards()
+
+
+def nim(stones: int = 7) -> Nim:
+    return Nim(stones)
+
+
+def continuous_nim() -> Nim:
+    return Nim(continuous=True)
+
+
+def three_seat_nim() -> Nim:
+    return Nim(seats=3)
+
+
+class _Lopsided(Nim):
+    def observation_space(self, agent):
+        if agent == "player_1":
+            return gym.spaces.Box(0, 1, (5,), np.float32)
+        return super().observation_space(agent)
+
+
+def asymmetric_nim() -> Nim:
+    return _Lopsided()
+
+
+def not_an_env() -> dict:
+    return {"stones": 7}
+
+
+NOT_CALLABLE = 3
