@@ -255,3 +255,22 @@ def test_conv_policy_loads_in_rllib_and_onnx_with_the_same_outputs(tmp_path):
     feed = {"observation": obs.astype(np.float32), "action_mask": masks.astype(np.float32)}
     (probs,) = session.run(None, feed)
     np.testing.assert_allclose(probs, policy.action_probs_batch(obs, masks), atol=1e-5)
+
+
+def test_play_kuhn_poker_in_the_terminal_without_seeing_hidden_cards():
+    from envs.opponents import RandomPlayer
+    from league.tools.play import play
+
+    lines: list[str] = []
+    answers = iter(["7", "0", "0", "0"])
+
+    def answer(prompt: str) -> str:
+        lines.append(prompt)
+        return next(answers)
+
+    totals = play(RandomPlayer(), "kuhn_poker", "player_0", answer, lines.append)
+    text = "\n".join(lines)
+    assert "you are player_0" in text and "You see:" in text
+    assert "[0 (Pass), 1 (Bet)]" in text  # OpenSpiel names the legal actions
+    assert "7" in lines[lines.index(next(x for x in lines if x.startswith("Your move"))) + 1]
+    assert sum(totals.values()) == pytest.approx(0.0)

@@ -253,6 +253,49 @@ def _rps_interface(env: Any, human: str, ask: Ask, out: Output) -> _Interface:
     return _Interface(intro, ask_human, show)
 
 
+def _openspiel_state(env: Any) -> Any:
+    return getattr(env.unwrapped, "game_state", None)
+
+
+def _generic_interface(env: Any, game: str, human: str, ask: Ask, out: Output) -> _Interface:
+    """Any turn-based game: legal action numbers (OpenSpiel names them), and for
+    OpenSpiel games what the human may know (their information state, no hidden cards)."""
+    agents = list(env.possible_agents)
+    player = agents.index(human)
+
+    def name(action: int, agent: str) -> str:
+        state = _openspiel_state(env)
+        if state is None or state.is_terminal():
+            return str(action)
+        return f"{action} ({state.action_to_string(agents.index(agent), action)})"
+
+    def known() -> None:
+        state = _openspiel_state(env)
+        if state is not None and not state.is_terminal():
+            if state.get_game().get_type().provides_information_state_string:
+                out(f"You see: {state.information_state_string(player)}")
+
+    def intro() -> None:
+        out(f"{game}: you are {human}. Type one of the listed action numbers, q to quit.")
+        known()
+
+    def ask_human(obs: Mapping[str, np.ndarray]) -> int:
+        mask = np.asarray(obs["action_mask"])
+        legal = ", ".join(name(int(a), human) for a in np.flatnonzero(mask))
+        return ask(
+            f"Your move [{legal}]: ",
+            lambda line: parse_board_move(line, mask, "action", "is not legal now"),
+        )
+
+    def show(step: Step, totals: Mapping[str, float]) -> None:
+        ((agent, action),) = step.actions.items()
+        who = "You play" if agent == human else "Computer plays"
+        out(f"{who} {action}.")
+        known()
+
+    return _Interface(intro, ask_human, show)
+
+
 def play(
     policy: Policy,
     game: str,
@@ -285,7 +328,7 @@ def play(
         elif game in _BOARD_GAMES:
             ui = _board_interface(env, _BOARD_GAMES[game], human, ask, output_fn)
         else:
-            raise ValueError(f"no terminal board for game {game!r}")
+            ui = _generic_interface(env, game, human, ask, output_fn)
         # The human is just another seat, whose moves are read from the terminal.
         start_game([policy], np.random.default_rng(seed))
         computer = policy_chooser(policy, greedy=True, legal_only=True)
