@@ -26,6 +26,10 @@ from league.core.ids import snapshot_id
 from league.run import RunDir, RunDirError
 
 EXIT_USAGE = 2
+MAX_EVALUATION_GAMES = 1_000_000
+EXIT_DATA = 65  # sysexits EX_DATAERR: input that parses but cannot be used
+EXIT_IO = 74  # sysexits EX_IOERR
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C
 
 
 class CliError(Exception):
@@ -261,6 +265,20 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="export the league's Nash mixture of snapshots (members + weights) instead",
     )
+    p.add_argument(
+        "--payoff",
+        choices=["auto", "exact", "league"],
+        default="auto",
+        help="with --mixture: the meta-game to solve: the league's payoff table (win rates "
+        "of the games played in training), or exact expected returns between every pair "
+        "of snapshots and players (OpenSpiel games only); auto = exact where possible",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing snapshot, mixture or .onnx file at --out "
+        "(a directory holding anything else is never replaced)",
+    )
     p.add_argument("--store", help="league store URL (default: the run's own)")
 
 
@@ -308,6 +326,9 @@ def _play_report_parsers(sub: argparse._SubParsersAction) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="league", description="League self-play trainer for PettingZoo games.")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (before the command)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
     _evaluate_parser(sub)
@@ -461,7 +482,7 @@ def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, d
     if not run_dir.is_dir():
         raise CliError(f"run dir {str(run_dir)!r} does not exist")
     if store_url or RunDir(run_dir).store_file.is_file():
-        with open_store(store_url, run_dir) as store:
+        with open_store(store_url, run_dir, read_only=True) as store:
             return store.snapshots()
     rows = {}
     for path in RunDir(run_dir).snapshot_dirs():
@@ -480,6 +501,7 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
 
     if args.format != "snapshot":
         raise CliError("--mixture exports a mixture snapshot directory, not --format onnx")
+    _refuse_existing(Path(args.out), args.force)
     run = RunDir(args.run_dir)
     if not run.path.is_dir():
         raise CliError(f"run dir {str(run.path)!r} does not exist")
@@ -487,20 +509,60 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
         raise CliError(
             f"run dir {str(run.path)!r} has no league store: --mixture needs a league run"
         )
-    with _refuse(StoreError), open_store(args.store, run.path) as store:
+    with _refuse(StoreError), open_store(args.store, run.path, read_only=True) as store:
         state = store.state()
     if not state or not state.get("snapshots"):
         raise CliError(f"the league store of {str(run.path)!r} holds no snapshots")
     with _refuse(RunDirError):
         league_config = TrainConfig.from_dict(run.load_config(), source="config.json").league
     league = League.from_state(league_config, {k: v for k, v in state.items() if k != "driver"})
-    weights = nash_weights(league.payoff, list(league.snapshots))
+    game = TrainConfig.from_dict(run.load_config(), source="config.json").game
+    payoff = args.payoff
+    if payoff == "auto":
+        payoff = "exact" if get_game(game).openspiel is not None else "league"
+    if payoff == "league":
+        weights = nash_weights(league.payoff, list(league.snapshots))
+        with _refuse(SnapshotError):
+            members = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in weights}
+    else:
+        members, weights = _exact_nash_mixture(run, game, list(league.snapshots), league.players)
     with _refuse(SnapshotError):
-        members = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in weights}
         out = save_mixture(args.out, members, weights)
     shown = ", ".join(f"{sid} {w:.3f}" for sid, w in sorted(weights.items(), key=lambda kv: -kv[1]))
-    print(f"exported the league's Nash mixture ({len(weights)} snapshots: {shown}) to {out}")
+    print(
+        f"exported the league's Nash mixture ({payoff} payoffs; {len(weights)} members: "
+        f"{shown}) to {out}"
+    )
     return 0
+
+
+def _exact_nash_mixture(
+    run: Any, game: str, snapshots: list[str], players: Any
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Maximin weights over every snapshot and trainable player of an OpenSpiel game,
+    on the exact meta-game (league.tools.openspiel_exploitability.exact_meta_game)."""
+    from league.core.nash import WEIGHT_FLOOR, maximin
+    from league.snapshot import SnapshotError, load_snapshot
+    from league.tools.openspiel_exploitability import NotAnOpenSpielGameError, exact_meta_game
+
+    with _refuse(SnapshotError):
+        policies = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in snapshots}
+        for player in players:
+            if run.player_dir(player).is_dir():
+                policies[player] = load_snapshot(run.player_dir(player))
+    print(f"solving the exact meta-game of {len(policies)} policies on {game}", flush=True)
+    with _refuse(NotAnOpenSpielGameError):
+        matrix = exact_meta_game(game, policies, progress=print)
+    weights, _ = maximin(matrix)
+    chosen = {m: float(w) for m, w in zip(policies, weights, strict=True) if w > WEIGHT_FLOOR}
+    return {m: policies[m] for m in chosen}, chosen
+
+
+def _refuse_existing(out: Path, force: bool) -> None:
+    """User files are never overwritten unasked; even with --force, only a snapshot,
+    mixture or file of the same kind is replaced (save_snapshot/save_mixture check)."""
+    if out.exists() and not force:
+        raise CliError(f"{out} exists; not overwriting it (pass --force to replace it)")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -517,8 +579,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     source = _player_path(Path(args.run_dir), player)
     policy = load_policy(source)  # refuses a corrupt or foreign snapshot before writing
     out = Path(args.out)
+    _refuse_existing(out, args.force)
     if args.format == "onnx":
-        export_onnx(source, out)
+        export_onnx(source, out, overwrite=args.force)
     else:
         weights = {POLICY_PREFIX + k: v.numpy() for k, v in policy.net.state_dict().items()}
         save_snapshot(out, weights, policy.meta)
@@ -532,8 +595,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from league.tools.evaluation import evaluate
     from league.tools.exploitability import greedy, tictactoe_exploitability
 
-    if args.games < 1:
-        raise CliError(f"--games must be >= 1, got {args.games}")
+    if not 1 <= args.games <= MAX_EVALUATION_GAMES:
+        raise CliError(f"--games must be in 1..{MAX_EVALUATION_GAMES:,}, got {args.games:,}")
     policy = load_policy(_player_path(Path(args.run_dir), args.player))
     game = policy.meta.game
     if Path(args.opponent).is_dir():
@@ -543,7 +606,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             opponent = make_opponent(args.opponent, game)
     mode = "sampled" if args.sample else "greedy"
     print(f"{args.player} ({mode}) vs {args.opponent} on {game}, {args.games} games per seat")
-    records = evaluate(game, policy, opponent, args.games, greedy=not args.sample, seed=args.seed)
+    records = evaluate(
+        game,
+        policy,
+        opponent,
+        args.games,
+        greedy=not args.sample,
+        seed=args.seed,
+        progress=print if args.games >= 10_000 else None,
+    )
     for record in records:
         print("  " + record.format())
     if game == "tictactoe":
@@ -636,23 +707,43 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("league: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:
+        code = _exit_code(err)
+        if code is None or args.debug:
+            raise  # not an expected failure: a bug, keep its traceback
+        own = code == EXIT_USAGE  # our errors already say what and where
+        shown = _one_line(err) if own else f"{type(err).__name__}: {_one_line(err)}"
+        print(f"league: error: {shown}", file=sys.stderr)
+        return code
+
+
+def _exit_code(err: Exception) -> int | None:
+    """The exit code of an expected failure: bad usage or input we checked (2),
+    input that library code refused (65), a file or device error (74)."""
     from league.snapshot import SnapshotError
     from league.store import StoreError
     from league.training.coordinator import CoordinatorNotFound
 
-    try:
-        return COMMANDS[args.command](args)
-    except (
-        CliError,
-        ConfigError,
-        UnknownGameError,
-        RunDirError,
-        SnapshotError,
-        CoordinatorNotFound,
-        StoreError,
-    ) as err:
-        print(f"league: error: {err}", file=sys.stderr)
+    own = (CliError, ConfigError, UnknownGameError, RunDirError, SnapshotError, StoreError)
+    if isinstance(err, (*own, CoordinatorNotFound)):
         return EXIT_USAGE
+    if isinstance(err, OSError):
+        return EXIT_IO
+    if isinstance(err, ValueError | OverflowError | RecursionError):
+        return EXIT_DATA
+    return None
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import reprlib
 import tomllib
 import types
 import typing
@@ -22,6 +24,7 @@ import yaml
 from envs.registry import REGISTRY_NAMES, get_game, make_game_id, registry_defaults
 from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
+from league.store.base import SUPPORTED_SCHEMES
 from rlmodules.networks import (
     ACTIVATIONS,
     DEFAULT_ACTIVATION,
@@ -195,7 +198,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.env_kwargs, dict):
-            raise ConfigError(f"env_kwargs must be a mapping, got {self.env_kwargs!r}")
+            raise ConfigError(f"env_kwargs must be a mapping, got {short_repr(self.env_kwargs)}")
+        if _node_count(self.env_kwargs, MAX_ENV_KWARGS_NODES) > MAX_ENV_KWARGS_NODES:
+            raise ConfigError(f"env_kwargs has more than {MAX_ENV_KWARGS_NODES:,} values")
         try:
             json.dumps(self.env_kwargs, allow_nan=False)
         except (TypeError, ValueError) as err:
@@ -232,6 +237,59 @@ class TrainConfig:
             raise ConfigError("minibatch_size must not exceed train_batch_size")
         if not self.hidden_sizes or any(h < 1 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
+        self._check_ranges()
+
+    def _check_ranges(self) -> None:
+        """Numbers a run cannot use: non-finite floats, values outside their meaning,
+        and sizes past any plausible run (so a typo cannot ask for the machine)."""
+        floats = (  # name, low, high, low excluded
+            ("lr", 0.0, 1.0, True),
+            ("gamma", 0.0, 1.0, True),
+            ("lambda_", 0.0, 1.0, False),
+            ("clip_param", 0.0, 10.0, True),
+            ("entropy_coeff", 0.0, 100.0, False),
+            ("vf_loss_coeff", 0.0, 1000.0, False),
+            ("curiosity_coeff", 0.0, 1000.0, False),
+            ("default_stop_minutes", 0.0, None, True),
+            ("stop_minutes", 0.0, None, True),
+        )
+        for name, low, high, open_low in floats:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not math.isfinite(value):
+                raise ConfigError(f"{name} must be a finite number, got {value}")
+            if value < low or (open_low and value == low) or (high is not None and value > high):
+                interval = (
+                    f"{'(' if open_low else '['}{low}, {high if high is not None else 'inf'}]"
+                )
+                raise ConfigError(f"{name} must be in {interval}, got {value}")
+        ints = (
+            ("num_epochs", 1000),
+            ("train_batch_size", 10_000_000),
+            ("minibatch_size", 10_000_000),
+            ("num_env_runners", 1024),
+            ("num_envs_per_env_runner", 4096),
+            ("eval_games", 1_000_000),
+            ("random_opening_moves", 1000),
+        )
+        for name, high in ints:
+            if getattr(self, name) > high:
+                raise ConfigError(f"{name} must be <= {high:,}, got {getattr(self, name):,}")
+        if self.num_cpus is not None and not 1 <= self.num_cpus <= 4096:
+            raise ConfigError(f"num_cpus must be in 1..4096 (or none), got {self.num_cpus}")
+        if len(self.hidden_sizes) > 32 or max(self.hidden_sizes) > 65536:
+            raise ConfigError(
+                f"hidden_sizes allows at most 32 layers of at most 65,536 units, "
+                f"got {self.hidden_sizes}"
+            )
+        if self.store is not None and self.store != "sqlite":
+            scheme = self.store.split("://", 1)[0].lower() if "://" in self.store else ""
+            if scheme not in SUPPORTED_SCHEMES:
+                raise ConfigError(
+                    f"store: unsupported URL scheme {scheme or '(none)'!r}; supported: "
+                    f"{', '.join(SUPPORTED_SCHEMES)}"
+                )
 
     @property
     def game(self) -> str:
@@ -266,11 +324,13 @@ class TrainConfig:
         for name, value in values.items():
             if name == "league":
                 if not isinstance(value, (dict, LeagueConfig)):
-                    raise ConfigError(f"{source}: league must be a mapping, got {value!r}")
+                    raise ConfigError(
+                        f"{source}: league must be a mapping, got {short_repr(value)}"
+                    )
                 continue
             if not matches_type(value, hints[name]):
                 raise ConfigError(
-                    f"{source}: {name} must be {_type_name(hints[name])}, got {value!r}"
+                    f"{source}: {name} must be {_type_name(hints[name])}, got {short_repr(value)}"
                 )
         return cls(**values)
 
@@ -293,7 +353,9 @@ def check_choice(f: dataclasses.Field[Any], value: Any) -> None:
     choices = f.metadata.get("choices")
     if choices is not None and value not in choices:
         noun = f.metadata.get("noun", f.name)
-        raise ConfigError(f"unknown {noun} {value!r}; known {noun}s: {', '.join(choices)}")
+        raise ConfigError(
+            f"unknown {noun} {short_repr(value)}; known {noun}s: {', '.join(choices)}"
+        )
 
 
 def matches_type(value: Any, hint: Any) -> bool:
@@ -315,6 +377,32 @@ def matches_type(value: Any, hint: Any) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, hint)
+
+
+MAX_ENV_KWARGS_NODES = 10_000
+
+
+def _node_count(value: Any, budget: int) -> int:
+    """Values in a nested structure, counting stopped once past `budget`: YAML aliases
+    share nodes, so walking (or json.dumps-ing) one fully could take gigabytes."""
+    count, stack = 0, [value]
+    while stack and count <= budget:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return count
+
+
+_REPR = reprlib.Repr(maxlevel=3, maxstring=80, maxother=80, maxlist=8, maxdict=8)
+
+
+def short_repr(value: Any) -> str:
+    """A bounded repr for error messages: YAML aliases can make a 400-byte file
+    expand to gigabytes ("billion laughs"), and a message must not expand them."""
+    return _REPR.repr(value)
 
 
 def _type_name(hint: Any) -> str:

@@ -105,6 +105,35 @@ def check_conv_filters(filters: Any) -> list[list[int]]:
     return checked
 
 
+def parameter_count(obs_shape: tuple[int, ...], out_size: int, config: dict[str, Any]) -> int:
+    """How many parameters `build_policy_network` would allocate: plain arithmetic, so a
+    hostile model_config can be refused before any memory is taken."""
+    hidden = [int(h) for h in config["hidden_sizes"]]
+
+    def mlp(size: int) -> int:
+        total = 0
+        for width in [*hidden, out_size]:
+            total += (size + 1) * width
+            size = width
+        return total
+
+    if resolve_encoder(tuple(obs_shape), config) == "conv":
+        height, width, channels = (int(d) for d in obs_shape)
+        total = 0
+        for out_channels, kernel, stride in check_conv_filters(
+            config.get("conv_filters", DEFAULT_CONV_FILTERS)
+        ):
+            total += (channels * kernel * kernel + 1) * out_channels
+            channels = out_channels
+            height = (height + 2 * (kernel // 2) - kernel) // stride + 1
+            width = (width + 2 * (kernel // 2) - kernel) // stride + 1
+        return total + mlp(channels * max(height, 0) * max(width, 0))
+    size = 1
+    for dim in obs_shape:
+        size *= int(dim)
+    return mlp(size)
+
+
 def build_policy_network(
     obs_shape: tuple[int, ...], out_size: int, config: dict[str, Any]
 ) -> nn.Module:

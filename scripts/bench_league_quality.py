@@ -63,7 +63,7 @@ def steps(run: RunDir) -> tuple[int, int]:
     total = int(json.loads(run.latest_file.read_text())["env_steps"])
     if not run.store_file.is_file():
         return total, total  # self-play: every step trains the main
-    with open_store(None, run.path) as store:
+    with open_store(None, run.path, read_only=True) as store:
         players = {p["id"]: p for p in (store.state() or {}).get("players", [])}
     return total, int(players.get(MAIN, {}).get("steps", 0))
 

@@ -171,6 +171,12 @@ def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_pa
     if game in ("kuhn_poker", "leduc_poker"):
         line = next(line for line in out.splitlines() if "OpenSpiel" in line)
         assert 0.0 <= float(line.split(":")[1].split()[0]) < 5.0
+    if game in ("kuhn_poker", "leduc_poker"):  # the league's Nash on the exact meta-game
+        mix = tmp_path / "mixture"
+        assert main(["export", "--mixture", "--run-dir", str(run), "--out", str(mix)]) == 0
+        assert "exact payoffs" in capsys.readouterr().out
+        mixture = load_policy(mix)
+        assert 0.0 <= exploitability(game, mixture) < uniform_exploitability(game) + 1.0
     dest = tmp_path / "export"
     assert main(["export", "--run-dir", str(run), "--player", "main_0", "--out", str(dest)]) == 0
     policy = load_policy(dest)
@@ -274,3 +280,31 @@ def test_play_kuhn_poker_in_the_terminal_without_seeing_hidden_cards():
     assert "[0 (Pass), 1 (Bet)]" in text  # OpenSpiel names the legal actions
     assert "7" in lines[lines.index(next(x for x in lines if x.startswith("Your move"))) + 1]
     assert sum(totals.values()) == pytest.approx(0.0)
+
+
+def test_exact_meta_game_matches_played_games():
+    """exact_meta_game's expected returns agree with 20,000 sampled kuhn_poker games."""
+    import torch
+
+    from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata
+    from league.tools.openspiel_exploitability import exact_meta_game
+    from rlmodules.networks import build_policy_network
+
+    obs, act = game_spaces("kuhn_poker")
+    model = {"hidden_sizes": [8], "activation": "tanh"}
+    policies = {}
+    for seed in range(3):
+        torch.manual_seed(seed)
+        net = build_policy_network(obs["observation"].shape, act.n, model)
+        for p in net.parameters():
+            torch.nn.init.normal_(p, std=1.5)  # far from uniform: distinct strategies
+        weights = {POLICY_PREFIX + k: v for k, v in net.state_dict().items()}
+        policies[f"p{seed}"] = SnapshotPolicy(
+            player_metadata("kuhn_poker", model, "main_0", 0), weights
+        )
+    matrix = exact_meta_game("kuhn_poker", policies)
+    np.testing.assert_allclose(matrix, -matrix.T, atol=1e-9)  # zero-sum, seats averaged
+    assert np.abs(matrix).max() > 0.05  # the strategies differ
+    records = evaluate("kuhn_poker", policies["p0"], policies["p1"], 10_000, greedy=False, seed=3)
+    played = sum(r.total_return for r in records) / sum(r.games for r in records)
+    assert played == pytest.approx(matrix[0, 1], abs=0.04)  # 4+ standard errors

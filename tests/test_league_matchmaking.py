@@ -238,7 +238,8 @@ def test_active_set_drops_retired_fills_slots_and_respects_k() -> None:
     again = choose_active_set(league, rng, active)
     assert len(again) == 4 and not set(gone) & set(again)
     assert set(active) - set(gone) <= set(again)
-    assert choose_active_set(League(cfg(active_set_size=0)), rng) == ()
+    with pytest.raises(ValueError, match="active_set_size must be >= 1"):
+        cfg(active_set_size=0)  # would quietly turn the league into self-play
     shrunk = League(cfg(active_set_size=2))
     for it in range(5):
         shrunk.take_snapshot("main_0", it)

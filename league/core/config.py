@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -228,16 +229,16 @@ class LeagueConfig:
         for name in ("pfsp_weighting", "main_exploiter_weighting"):
             if getattr(self, name) not in WEIGHTINGS:
                 raise ValueError(
-                    f"{name} must be one of {sorted(WEIGHTINGS)}, got {getattr(self, name)!r}"
+                    f"{name} must be one of {sorted(WEIGHTINGS)}, got {reprlib.repr(getattr(self, name))}"
                 )
         if self.opponent_sampling not in ("pfsp", "nash"):
             raise ValueError(
-                f"opponent_sampling must be 'pfsp' or 'nash', got {self.opponent_sampling!r}"
+                f"opponent_sampling must be 'pfsp' or 'nash', got {reprlib.repr(self.opponent_sampling)}"
             )
         if self.main_exploiter_reset_to not in ("initial", "main"):
             raise ValueError(
                 "main_exploiter_reset_to must be 'initial' or 'main', "
-                f"got {self.main_exploiter_reset_to!r}"
+                f"got {reprlib.repr(self.main_exploiter_reset_to)}"
             )
         _check_float(self, "snapshot_min_games", low=0.0)
         _check_int(self, "snapshot_min_steps", minimum=0)
@@ -246,7 +247,7 @@ class LeagueConfig:
         _check_float(self, "payoff_min_games", low=0.0)
         _check_float(self, "pfsp_p", low=0.0, open_low=True)
         _check_int(self, "max_snapshots", minimum=1)
-        _check_int(self, "active_set_size", minimum=0)
+        _check_int(self, "active_set_size", minimum=1)
         _check_int(self, "active_set_max_swaps", minimum=0)
         _check_float(self, "active_set_hysteresis", low=0.0)
         _check_float(self, "elo_initial")
@@ -290,7 +291,7 @@ class LeagueConfig:
 def _check_int(cfg: LeagueConfig, name: str, minimum: int) -> None:
     value = getattr(cfg, name)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
+        raise ValueError(f"{name} must be an int, got {reprlib.repr(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
 
@@ -304,7 +305,7 @@ def _check_float(
 ) -> None:
     value = getattr(cfg, name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
+        raise ValueError(f"{name} must be a number, got {reprlib.repr(value)}")
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
     if low is not None and (value <= low if open_low else value < low):

@@ -18,6 +18,7 @@ takes a snapshot of each main at iteration 0 (``take_snapshot``).
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -33,6 +34,7 @@ from league.core.ratings import EloRatings
 from league.core.roles import Role, make_role
 
 STATE_FORMAT = 1
+RECORDED_EPISODES_KEPT = 100_000
 
 
 class League:
@@ -48,6 +50,9 @@ class League:
         self.ratings = EloRatings(self.cfg.elo_k, self.cfg.elo_initial, self.cfg.elo_scale)
         self._players: dict[str, Player] = {}
         self._snapshots: dict[str, Snapshot] = {}
+        # Recently recorded episodes, so one given twice counts once (bounded: the
+        # store's match log is the durable dedupe).
+        self._recorded: OrderedDict[str, None] = OrderedDict()
         self._add_missing_players()
 
     def _add_missing_players(self) -> None:
@@ -102,7 +107,14 @@ class League:
         payoff once). Matches naming a module no longer in the league (retired
         while the episode ran) are dropped; returns how many were used."""
         known = set(self.module_ids())
-        used = [m for m in matches if set(m.modules.values()) <= known]
+        used = []
+        for match in matches:
+            if match.episode_id in self._recorded or not set(match.modules.values()) <= known:
+                continue
+            self._recorded[match.episode_id] = None
+            used.append(match)
+        while len(self._recorded) > RECORDED_EPISODES_KEPT:
+            self._recorded.popitem(last=False)
         self.payoff.update(used)
         self.ratings.update(used)
         self._sync_snapshot_ratings()
@@ -196,6 +208,8 @@ class League:
         and lineage rely on them.
         """
         ids = list(snapshot_ids)
+        if len(set(ids)) != len(ids):  # checked before anything changes
+            raise ValueError(f"cannot retire the same snapshot twice: {sorted(ids)}")
         latest = set(self.latest_snapshots().values())
         for sid in ids:
             if sid not in self._snapshots:
@@ -228,25 +242,35 @@ class League:
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Replace the league with ``state``. Players the config names but the
-        state lacks (the config grew) join fresh."""
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"unsupported league state format: {state.get('format')!r}")
-        players: dict[str, Player] = {}
-        for data in state["players"]:
-            player = Player(**data)
-            if not is_player_id(player.id) or parse_module_id(player.id).role != player.role:
-                raise ValueError(f"bad player in state: {data}")
-            players[player.id] = player
-        snapshots: dict[str, Snapshot] = {}
-        for data in state["snapshots"]:
-            snap = Snapshot(**data)
-            if not is_snapshot_id(snap.id) or snap.id != snapshot_id(snap.player, snap.version):
-                raise ValueError(f"bad snapshot in state: {data}")
-            snapshots[snap.id] = snap
-        self._players = players
-        self._snapshots = snapshots
-        self.payoff.set_state(state["payoff"])
-        self.ratings.set_state(state["ratings"])
+        state lacks (the config grew) join fresh. All or nothing: the whole state is
+        parsed into new objects first, so a malformed one leaves the league as it was."""
+        if not isinstance(state, Mapping) or state.get("format") != STATE_FORMAT:
+            got = state.get("format") if isinstance(state, Mapping) else type(state).__name__
+            raise ValueError(f"unsupported league state format: {got!r}")
+        missing = [k for k in ("players", "snapshots", "payoff", "ratings") if k not in state]
+        if missing:
+            raise ValueError(f"league state is missing {', '.join(missing)}")
+        try:
+            players: dict[str, Player] = {}
+            for data in state["players"]:
+                player = Player(**data)
+                if not is_player_id(player.id) or parse_module_id(player.id).role != player.role:
+                    raise ValueError(f"bad player in state: {data}")
+                players[player.id] = player
+            snapshots: dict[str, Snapshot] = {}
+            for data in state["snapshots"]:
+                snap = Snapshot(**data)
+                if not is_snapshot_id(snap.id) or snap.id != snapshot_id(snap.player, snap.version):
+                    raise ValueError(f"bad snapshot in state: {data}")
+                snapshots[snap.id] = snap
+            payoff = PayoffTable(self.cfg.payoff_decay, self.cfg.payoff_min_games)
+            payoff.set_state(state["payoff"])
+            ratings = EloRatings(self.cfg.elo_k, self.cfg.elo_initial, self.cfg.elo_scale)
+            ratings.set_state(state["ratings"])
+        except (TypeError, KeyError, AttributeError) as err:
+            raise ValueError(f"malformed league state: {err!r}") from err
+        self._players, self._snapshots = players, snapshots
+        self.payoff, self.ratings = payoff, ratings
         self._add_missing_players()
         self._sync_snapshot_ratings()
 

@@ -103,12 +103,30 @@ class RunDir:
             raise RunDirError(f"run dir {str(self.path)!r} does not exist")
         if not self.latest_file.is_file():
             raise RunDirError(f"run dir {str(self.path)!r} has no checkpoint to resume from")
-        return json.loads(self.latest_file.read_text())
+        return read_json_object(self.latest_file)
 
     def load_config(self) -> dict[str, Any]:
         if not self.config_file.is_file():
             raise RunDirError(f"run dir {str(self.path)!r} has no config.json")
-        return json.loads(self.config_file.read_text())
+        return read_json_object(self.config_file)
+
+
+MAX_RUN_JSON_BYTES = 1024 * 1024
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A run file's JSON object, size-limited, with one-line errors for a truncated or
+    hand-broken file (a crash never truncates them: they are replaced atomically)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_RUN_JSON_BYTES:
+            raise RunDirError(f"{path}: {size:,} bytes is more than {MAX_RUN_JSON_BYTES:,}")
+        data = json.loads(path.read_bytes())
+    except (OSError, UnicodeDecodeError, RecursionError, json.JSONDecodeError) as err:
+        raise RunDirError(f"{path}: unreadable: {err}") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: must hold a JSON object")
+    return data
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

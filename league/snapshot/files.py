@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -26,6 +27,10 @@ from safetensors.numpy import load as load_tensors
 from safetensors.numpy import save as dump_tensors
 
 from league.snapshot.format import (
+    MAX_METADATA_BYTES,
+    MAX_METADATA_DEPTH,
+    MAX_SAFETENSORS_HEADER_BYTES,
+    MAX_WEIGHTS_BYTES,
     METADATA_FILE,
     POLICY_PREFIX,
     WEIGHT_DTYPE,
@@ -33,6 +38,8 @@ from league.snapshot.format import (
     SnapshotError,
     SnapshotMetadata,
     _check_spaces_match_game,
+    check_json_shape,
+    json_depth,
 )
 from league.snapshot.policy import SnapshotPolicy, _to_numpy
 
@@ -72,12 +79,38 @@ def resolve_location(
     if filesystem is not None:
         return SnapshotLocation(filesystem, text, text)
     if isinstance(path_or_uri, str) and _URI.match(text):
+        _check_scheme_allowed(text)
         try:
             fs, path = pafs.FileSystem.from_uri(text)
         except (ValueError, OSError) as err:
             raise SnapshotError(f"{text}: cannot open snapshot location: {err}") from err
         return SnapshotLocation(fs, path, text)
     return SnapshotLocation(pafs.LocalFileSystem(), os.path.abspath(text), text)
+
+
+SCHEMES_ENV = "LEAGUE_SNAPSHOT_SCHEMES"
+
+
+def allowed_schemes() -> frozenset[str]:
+    """URI schemes a snapshot may be read from or written to: `file` always, others
+    (s3, gs, hdfs, abfs, ...) only when listed in LEAGUE_SNAPSHOT_SCHEMES, because
+    opening them runs credential helpers and contacts hosts."""
+    extra = os.environ.get(SCHEMES_ENV, "")
+    return frozenset({"file"} | {s.strip().lower() for s in extra.split(",") if s.strip()})
+
+
+def _check_scheme_allowed(uri: str) -> None:
+    scheme = uri.split("://", 1)[0].lower()
+    if scheme not in allowed_schemes():
+        raise SnapshotError(
+            f"{uri}: snapshot locations with scheme {scheme!r} are off; allow them with "
+            f"{SCHEMES_ENV}={scheme} (local paths and file:// always work)"
+        )
+    if "?" in uri or "#" in uri:  # query parameters may name the host to connect to
+        raise SnapshotError(
+            f"{uri}: snapshot URIs may not carry query parameters or fragments; "
+            f"configure the filesystem through its environment instead"
+        )
 
 
 def _info(loc: SnapshotLocation, path: str, shown: str) -> pafs.FileInfo:
@@ -87,19 +120,24 @@ def _info(loc: SnapshotLocation, path: str, shown: str) -> pafs.FileInfo:
         raise SnapshotError(f"{shown}: cannot read: {err}") from err
 
 
-def _read_file(loc: SnapshotLocation, name: str) -> bytes | None:
-    """The bytes of one snapshot file, or None if it does not exist."""
+def _read_file(loc: SnapshotLocation, name: str, limit: int) -> bytes | None:
+    """The bytes of one snapshot file (at most `limit`), or None if it does not exist."""
     path, shown = loc.child(name), loc.describe(name)
     info = _info(loc, path, shown)
     if info.type == pafs.FileType.NotFound:
         return None
     if info.type != pafs.FileType.File:
         raise SnapshotError(f"{shown}: is not a file")
+    if info.size is not None and info.size > limit:
+        raise SnapshotError(f"{shown}: {info.size:,} bytes is more than the {limit:,} allowed")
     try:
         with loc.filesystem.open_input_stream(path) as stream:
-            return stream.read()
+            data = stream.read(limit + 1)  # a file that grew after the size check
     except OSError as err:
         raise SnapshotError(f"{shown}: cannot read: {err}") from err
+    if len(data) > limit:
+        raise SnapshotError(f"{shown}: more than the {limit:,} bytes allowed")
+    return data
 
 
 # ---- saving ----------------------------------------------------------------------
@@ -142,6 +180,9 @@ def _serialize(
     }
     if not tensors:
         raise SnapshotError(f"{target}: policy state has no {POLICY_PREFIX}* tensors")
+    for name, tensor in tensors.items():
+        if not np.all(np.isfinite(tensor)):
+            raise SnapshotError(f"{target}: tensor {name} holds NaN or infinite values")
     weights = dump_tensors(tensors)
     meta = replace(meta, weights_sha256=hashlib.sha256(weights).hexdigest())
     source = f"{target} (metadata to save)"
@@ -163,6 +204,7 @@ def _write_local_atomic(path: Path, files: Mapping[str, bytes]) -> None:
     try:
         for name, data in files.items():
             _write_durably(tmp / name, data)
+        shared_permissions(tmp, directory=True)
         _swap_in(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -177,13 +219,37 @@ def _write_durably(path: Path, data: bytes) -> None:
 
 
 def _check_replaceable(path: Path) -> None:
-    """Only a snapshot (or an empty directory) may be replaced: never a user's other files."""
+    """Only a snapshot (or an empty directory) may be replaced: never a user's other
+    files. A snapshot directory holds exactly the two snapshot files, so a folder that
+    merely contains a `metadata.json` among other things is not one."""
     if not path.exists():
         return
     if not path.is_dir():
         raise SnapshotError(f"{path}: exists and is not a snapshot directory")
-    if any(path.iterdir()) and not (path / METADATA_FILE).is_file():
+    entries = {entry.name for entry in path.iterdir()}
+    if entries and (METADATA_FILE not in entries or not entries <= {METADATA_FILE, WEIGHTS_FILE}):
         raise SnapshotError(f"{path}: exists, is not empty and is not a snapshot; not replacing it")
+
+
+def shared_permissions(path: Path, directory: bool) -> None:
+    """Temp files and dirs are created private (0600/0700); a saved snapshot gets the
+    permissions a plainly created file or folder would (0666/0777 minus the umask)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~_umask())
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows (setting and
+    restoring it races with other threads creating files)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _swap_in(tmp: Path, path: Path) -> None:
@@ -232,16 +298,19 @@ def read_metadata(
 ) -> SnapshotMetadata:
     """The validated metadata of a snapshot (its weights are not read)."""
     loc = resolve_location(path, filesystem)
-    data = _read_file(loc, METADATA_FILE)
+    data = _read_file(loc, METADATA_FILE, MAX_METADATA_BYTES)
     if data is None:
         raise SnapshotError(_absent_message(loc))
     shown = loc.describe(METADATA_FILE)
+    if json_depth(data) > MAX_METADATA_DEPTH:
+        raise SnapshotError(f"{shown}: metadata is nested more than {MAX_METADATA_DEPTH} deep")
     try:
         parsed = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
         raise SnapshotError(f"{shown}: malformed JSON: {err}") from err
     if not isinstance(parsed, dict):
         raise SnapshotError(f"{shown}: metadata must be a JSON object")
+    check_json_shape(parsed, shown)
     return SnapshotMetadata.from_json(parsed, shown)
 
 
@@ -257,9 +326,10 @@ def _absent_message(loc: SnapshotLocation) -> str:
 def _read_weights(loc: SnapshotLocation, meta: SnapshotMetadata) -> dict[str, np.ndarray] | None:
     """The weights, or None if they are not the ones the metadata was written with."""
     shown = loc.describe(WEIGHTS_FILE)
-    data = _read_file(loc, WEIGHTS_FILE)
+    data = _read_file(loc, WEIGHTS_FILE, MAX_WEIGHTS_BYTES)
     if data is None:
         raise SnapshotError(f"{shown}: missing (incomplete snapshot)")
+    _check_safetensors_header(data, shown)
     try:
         tensors = load_tensors(data)
     except (SafetensorError, ValueError, OSError) as err:
@@ -270,6 +340,40 @@ def _read_weights(loc: SnapshotLocation, meta: SnapshotMetadata) -> dict[str, np
         if tensor.dtype != WEIGHT_DTYPE:
             raise SnapshotError(f"{shown}: tensor {name} is {tensor.dtype}, not {WEIGHT_DTYPE}")
     return tensors
+
+
+def _check_safetensors_header(data: bytes, shown: str) -> None:
+    """The header's tensors are float32 and fit the file: checked before any tensor is
+    built (a header may declare shapes far larger than the file holds)."""
+    if len(data) < 8:
+        raise SnapshotError(f"{shown}: corrupt or truncated safetensors file (no header)")
+    size = int.from_bytes(data[:8], "little")
+    if size > MAX_SAFETENSORS_HEADER_BYTES or 8 + size > len(data):
+        raise SnapshotError(
+            f"{shown}: corrupt or truncated safetensors file (header of {size:,} bytes)"
+        )
+    raw = data[8 : 8 + size]
+    if json_depth(raw) > 4:
+        raise SnapshotError(f"{shown}: corrupt safetensors header (nested too deep)")
+    try:
+        header = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise SnapshotError(f"{shown}: corrupt safetensors header: {err}") from err
+    if not isinstance(header, dict):
+        raise SnapshotError(f"{shown}: corrupt safetensors header")
+    body = len(data) - 8 - size
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        if (
+            entry.get("dtype") != "F32"
+            or not isinstance(shape, list)
+            or not all(isinstance(d, int) and d >= 0 for d in shape)
+        ):
+            raise SnapshotError(f"{shown}: tensor {name} is not a float32 tensor: {entry!r}")
+        if 4 * math.prod(shape) > body:
+            raise SnapshotError(f"{shown}: tensor {name} of shape {shape} does not fit the file")
 
 
 def _read_snapshot(

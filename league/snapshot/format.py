@@ -7,6 +7,7 @@ A snapshot directory holds `weights.safetensors` (the policy network only) and
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
@@ -30,6 +31,18 @@ class SnapshotError(ValueError):
     """A snapshot that cannot be loaded: missing, corrupt, or made for something else."""
 
 
+# Limits checked before anything is read whole or allocated (docs/snapshots.md): a
+# snapshot of a few KB must not be able to ask for gigabytes.
+MAX_METADATA_BYTES = 1024 * 1024
+MAX_WEIGHTS_BYTES = 1024 * 1024 * 1024
+MAX_SAFETENSORS_HEADER_BYTES = 1024 * 1024
+MAX_PARAMETERS = 100_000_000
+MAX_METADATA_DEPTH = 32
+MAX_STRING_LENGTH = 4096
+MAX_SPACE_ELEMENTS = 10_000_000
+MAX_ACTIONS = 1_000_000
+
+
 # ---- spaces ----------------------------------------------------------------------
 
 
@@ -51,8 +64,22 @@ def space_to_json(space: gym.Space) -> dict[str, Any]:
 
 
 def space_from_json(data: Mapping[str, Any]) -> gym.Space:
-    """The gymnasium space `space_to_json` described."""
+    """The gymnasium space `space_to_json` described (sizes checked before allocating)."""
     kind = data.get("type")
+    if kind == "Box":
+        shape = data["shape"]
+        if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 < d for d in shape
+        ):
+            raise SnapshotError(f"Box shape must be a list of positive ints, got {shape!r}")
+        if math.prod(shape) > MAX_SPACE_ELEMENTS:
+            raise SnapshotError(f"Box shape {shape} has more than {MAX_SPACE_ELEMENTS:,} elements")
+    if kind == "Discrete" and not (
+        isinstance(data["n"], int)
+        and not isinstance(data["n"], bool)
+        and 0 < data["n"] <= MAX_ACTIONS
+    ):
+        raise SnapshotError(f"Discrete n must be an int in 1..{MAX_ACTIONS:,}, got {data['n']!r}")
     if kind == "Dict":
         return gym.spaces.Dict({k: space_from_json(v) for k, v in data["spaces"].items()})
     if kind == "Box":
@@ -141,6 +168,48 @@ class SnapshotMetadata:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+def check_json_shape(value: Any, source: str, depth: int = 0) -> None:
+    """Refuse metadata nested deeper than MAX_METADATA_DEPTH or with overlong strings."""
+    if depth > MAX_METADATA_DEPTH:
+        raise SnapshotError(f"{source}: metadata is nested more than {MAX_METADATA_DEPTH} deep")
+    if isinstance(value, str):
+        if len(value) > MAX_STRING_LENGTH:
+            raise SnapshotError(
+                f"{source}: metadata holds a string of {len(value):,} characters "
+                f"(at most {MAX_STRING_LENGTH:,})"
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_json_shape(key, source, depth + 1)
+            check_json_shape(item, source, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            check_json_shape(item, source, depth + 1)
+
+
+def json_depth(data: bytes) -> int:
+    """Deepest bracket nesting of a JSON text, strings skipped: computed without
+    recursion, so it can be checked before `json.loads` recurses into it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
 
 
 def _check_field_names(data: Mapping[str, Any], source: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow.fs as pafs
 
-from league.snapshot.files import _URI, load_snapshot, save_snapshot
+from league.snapshot.files import _URI, load_snapshot, save_snapshot, shared_permissions
 from league.snapshot.format import POLICY_PREFIX, SnapshotError
 from league.snapshot.policy import SnapshotPolicy
 
@@ -98,6 +98,7 @@ def save_mixture(
             ],
         }
         (tmp / MIXTURE_FILE).write_text(json.dumps(doc, indent=2))
+        shared_permissions(tmp, directory=True)
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)

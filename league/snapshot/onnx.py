@@ -25,7 +25,8 @@ import onnx
 import torch
 from torch import nn
 
-from league.snapshot.files import load_snapshot
+from league.snapshot.files import load_snapshot, shared_permissions
+from league.snapshot.format import SnapshotError
 from league.snapshot.policy import SnapshotPolicy
 from rlmodules.networks import mask_logits
 
@@ -53,6 +54,7 @@ def export_onnx(
     *,
     mask_dtype: Literal["float32", "int8"] = "float32",
     opset_version: int = OPSET_VERSION,
+    overwrite: bool = False,
 ) -> Path:
     """Write the snapshot's policy to `out_path` (a local file) as a checked ONNX model.
 
@@ -64,6 +66,10 @@ def export_onnx(
         raise ValueError(f"mask_dtype must be one of {sorted(MASK_DTYPES)}, got {mask_dtype!r}")
     policy = load_snapshot(snapshot_path)
     out = Path(out_path)
+    if out.exists() and not overwrite:
+        raise SnapshotError(f"{out}: exists; not overwriting it (pass overwrite=True / --force)")
+    if out.is_dir():
+        raise SnapshotError(f"{out}: is a directory, not an .onnx file path")
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     os.close(fd)
@@ -71,6 +77,7 @@ def export_onnx(
     try:
         _trace_to_onnx(policy, tmp, MASK_DTYPES[mask_dtype], opset_version)
         _annotate(tmp, policy)
+        shared_permissions(tmp, directory=False)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

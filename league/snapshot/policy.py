@@ -13,13 +13,14 @@ from envs.opponents import choose_action
 from envs.registry import UnknownGameError, get_game
 from envs.spaces import ObservationAdapter
 from league.snapshot.format import (
+    MAX_PARAMETERS,
     POLICY_PREFIX,
     SnapshotError,
     SnapshotMetadata,
     _check_model_config,
     _parse_space,
 )
-from rlmodules.networks import build_policy_network, mask_logits
+from rlmodules.networks import build_policy_network, mask_logits, parameter_count
 
 
 class SnapshotPolicy:
@@ -51,8 +52,17 @@ class SnapshotPolicy:
         self.n_actions = int(np.prod(obs_space["action_mask"].shape))
         _check_model_config(meta.model_config, source)
         try:
+            self.parameters = parameter_count(self.obs_shape, self.n_actions, meta.model_config)
+            if self.parameters > MAX_PARAMETERS:  # refused before anything is allocated
+                raise SnapshotError(
+                    f"{source}: model_config {dict(meta.model_config)} declares "
+                    f"{self.parameters:,} parameters (at most {MAX_PARAMETERS:,})"
+                )
+            _check_weight_count(weights, self.parameters, meta.model_config, source)
             self.net = build_policy_network(self.obs_shape, self.n_actions, meta.model_config)
         except ValueError as err:
+            if isinstance(err, SnapshotError):
+                raise
             raise SnapshotError(f"{source}: model_config {err}") from None
         self._adapter: ObservationAdapter | None = None
         _load_weights(self.net, weights, meta.model_config, source)
@@ -104,6 +114,21 @@ def _game_adapter(game_id: str) -> ObservationAdapter:
         return env.adapters[env.possible_agents[0]]
     finally:
         env.close()
+
+
+def _check_weight_count(
+    weights: Mapping[str, Any], expected: int, config: Mapping[str, Any], source: str
+) -> None:
+    """The weights hold exactly the declared number of parameters, and finite ones."""
+    count = sum(int(np.prod(np.shape(v))) for v in weights.values())
+    if count != expected:
+        raise SnapshotError(
+            f"{source}: weights hold {count:,} parameters, model_config {dict(config)} "
+            f"declares {expected:,}"
+        )
+    for name, value in weights.items():
+        if not np.all(np.isfinite(_to_numpy(value))):
+            raise SnapshotError(f"{source}: tensor {name} holds NaN or infinite values")
 
 
 def _load_weights(

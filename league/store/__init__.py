@@ -25,6 +25,7 @@ def open_store(
     namespace: str = DEFAULT_NAMESPACE,
     keep_states: int = DEFAULT_KEEP_STATES,
     retry: RetryPolicy | None = None,
+    read_only: bool = False,
 ) -> LeagueStore:
     """Open the league store named by ``url``.
 
@@ -37,9 +38,12 @@ def open_store(
       wrong password with ``StoreError``, not at the first commit.
 
     ``retry`` only matters for Redis (SQLite has no network to retry).
+    ``read_only`` (the commands that only look: snapshots, report, export) opens an
+    SQLite file without creating, converting or writing anything; a missing file is
+    an error, not a new store.
     """
     if url is None or url == "sqlite":
-        return SQLiteStore(RunDir(run_dir).store_file, keep_states=keep_states)
+        return SQLiteStore(RunDir(run_dir).store_file, keep_states=keep_states, read_only=read_only)
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme == "sqlite":
         parts = urlsplit(url)
@@ -48,11 +52,13 @@ def open_store(
                 f"sqlite URL must be sqlite:///path (no host), got {redacted_url(url)!r}"
             )
         path = Path(parts.path) if parts.path else RunDir(run_dir).store_file
-        return SQLiteStore(path, keep_states=keep_states)
+        return SQLiteStore(path, keep_states=keep_states, read_only=read_only)
     if scheme in ("redis", "rediss"):
         from league.store.redis import RedisStore
 
-        return RedisStore(url, namespace=namespace, keep_states=keep_states, retry=retry)
+        return RedisStore(
+            url, namespace=namespace, keep_states=keep_states, retry=retry, read_only=read_only
+        )
     raise StoreError(
         f"unsupported store URL scheme {scheme or '(none)'!r} in {redacted_url(url)!r}; "
         f"supported: {', '.join(SUPPORTED_SCHEMES)} (or None for the run dir's store file)"

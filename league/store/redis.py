@@ -111,8 +111,10 @@ class RedisStore(LeagueStore):
         namespace: str = DEFAULT_NAMESPACE,
         keep_states: int = DEFAULT_KEEP_STATES,
         retry: RetryPolicy | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(keep_states)
+        self.read_only = read_only
         if not namespace or any(c in namespace for c in "{}") or namespace != namespace.strip():
             raise StoreError(
                 f"namespace must be non-empty, without braces or spaces: {namespace!r}"
@@ -153,7 +155,15 @@ class RedisStore(LeagueStore):
         iteration later: one PING with the connect timeout, no retries."""
         try:
             self._r.ping()
-            self._r.setnx(self._k_schema, SCHEMA_VERSION)
+            if self.read_only:  # look, never write: not even the schema mark
+                found = self._r.get(self._k_schema)
+                if found is None and not self._r.exists(self._k_seq):
+                    self._r.close()
+                    raise StoreError(
+                        f"no league store at redis {self.location} namespace {self.namespace!r}"
+                    )
+            else:
+                self._r.setnx(self._k_schema, SCHEMA_VERSION)
             schema = int(self._r.get(self._k_schema) or SCHEMA_VERSION)
         except AuthenticationError as err:
             self._r.close()
@@ -190,6 +200,10 @@ class RedisStore(LeagueStore):
             )
 
     # -- plumbing -----------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StoreError(f"redis store {self.location} is open read-only")
 
     def _call(self, what: str, fn: Callable[[], T]) -> T:
         """Run ``fn`` under the retry policy; translate what is left into the
@@ -248,6 +262,7 @@ class RedisStore(LeagueStore):
     def commit(
         self, state: Mapping[str, Any], matches: Sequence[Mapping[str, Any]], *, expected_seq: int
     ) -> int:
+        self._check_writable()
         state, matches = check_commit_args(state, matches, expected_seq)
         ids = match_episode_ids(matches)
         state_json = dumps(state, "state")
@@ -300,6 +315,7 @@ class RedisStore(LeagueStore):
         return self._call("commit", attempt)
 
     def rollback(self, to_seq: int) -> None:
+        self._check_writable()
         _check_seq_arg(to_seq, "to_seq")
 
         def attempt() -> None:
@@ -336,6 +352,7 @@ class RedisStore(LeagueStore):
         self._call("rollback", attempt)
 
     def pin(self, seq: int) -> None:
+        self._check_writable()
         _check_seq_arg(seq, "seq")
 
         def attempt() -> None:

@@ -50,10 +50,20 @@ class SQLiteStore(LeagueStore):
     process on the same file.
     """
 
-    def __init__(self, path: Path | str, *, keep_states: int = DEFAULT_KEEP_STATES) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        keep_states: int = DEFAULT_KEEP_STATES,
+        read_only: bool = False,
+    ) -> None:
         super().__init__(keep_states)
         self.path = Path(path)
+        self.read_only = read_only
         self._lock = threading.RLock()
+        if read_only:
+            self._conn: sqlite3.Connection | None = self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: no implicit transactions, we issue BEGIN ourselves.
@@ -62,7 +72,7 @@ class SQLiteStore(LeagueStore):
             )
         except (OSError, sqlite3.Error) as err:
             raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {err}") from err
-        self._conn: sqlite3.Connection | None = conn
+        self._conn = conn
         try:
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -86,6 +96,44 @@ class SQLiteStore(LeagueStore):
             self._conn = None
             raise
 
+    def _open_read_only(self) -> sqlite3.Connection:
+        """Open for reading only: nothing is created, converted or written, so another
+        user's database and a read-only copy of a run stay exactly as they were."""
+        if not self.path.is_file():
+            raise StoreError(f"no league store at {self.path}")
+        uri = self.path.resolve().as_uri()
+        last: sqlite3.Error | None = None
+        # mode=ro still needs a writable -shm beside a WAL database; a copy on a
+        # read-only medium has none, and immutable=1 (no concurrent writer) reads it.
+        for params in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                conn = sqlite3.connect(
+                    f"{uri}?{params}",
+                    uri=True,
+                    timeout=10.0,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                tables = {
+                    row[0]
+                    for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                }
+            except sqlite3.Error as err:
+                last = err
+                continue
+            if not {"meta", "states"} <= tables:
+                conn.close()
+                raise StoreError(f"{self.path} is not a league store (no league tables)")
+            try:
+                schema = self._meta(conn, "schema")
+            except sqlite3.Error as err:
+                conn.close()
+                raise StoreError(f"{self.path} is not a league store: {err}") from err
+            if schema is not None:
+                check_schema(schema, f"SQLite store {self.path}")
+            return conn
+        raise StoreUnavailableError(f"cannot open SQLite store {self.path} read-only: {last}")
+
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r}, keep_states={self.keep_states})"
 
@@ -103,6 +151,8 @@ class SQLiteStore(LeagueStore):
         an older schema up to date first, in the same transaction."""
         with self._lock:
             conn = self._c()
+            if self.read_only:
+                raise StoreError(f"SQLite store {self.path} is open read-only")
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as err:

@@ -140,8 +140,10 @@ def evaluate(
     greedy: bool = True,
     opponent_greedy: bool = False,
     seed: int = 0,
+    progress: Callable[[str], None] | None = None,
 ) -> list[SeatRecord]:
-    """`policy` plays `games_per_seat` games in each seat against `opponent`."""
+    """`policy` plays `games_per_seat` games in each seat against `opponent`;
+    `progress` hears about every tenth of the games."""
     rng = np.random.default_rng(seed)
     agents = list(get_game(game).make().possible_agents)
     records = []
@@ -150,8 +152,10 @@ def evaluate(
         greedy_by_seat = {a: (greedy if a == seat else opponent_greedy) for a in agents}
         counts: Counter[str] = Counter()
         total = 0.0
-        for _ in range(games_per_seat):
+        for played in range(1, games_per_seat + 1):
             returns = play_game(game, seats, rng, greedy_by_seat)
+            if progress is not None and played % max(games_per_seat // 10, 1) == 0:
+                progress(f"  seat {seat}: {played:,}/{games_per_seat:,} games")
             counts[outcomes_from_returns(returns)[seat]] += 1
             total += returns[seat]
         records.append(

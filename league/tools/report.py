@@ -108,7 +108,7 @@ def load_league_state(
         return None
     where = str(sqlite_file) if sqlite_file is not None else redacted_url(str(url))
     try:
-        with open_store(url, run.path) as store:
+        with open_store(url, run.path, read_only=True) as store:
             seq = store.seq()
             state = store.state()
     except (ValueError, OSError) as err:  # StoreError is a ValueError
