@@ -396,7 +396,9 @@ def _node_count(value: Any, budget: int) -> int:
     return count
 
 
-_REPR = reprlib.Repr(maxlevel=3, maxstring=80, maxother=80, maxlist=8, maxdict=8)
+_REPR = reprlib.Repr()  # keyword arguments only from Python 3.12
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 80, 80
+_REPR.maxlist = _REPR.maxdict = _REPR.maxtuple = 8
 
 
 def short_repr(value: Any) -> str:

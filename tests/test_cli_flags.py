@@ -15,7 +15,7 @@ from league.cli import build_parser, main, train_config_from_args
 from league.config import TrainConfig
 from league.core.config import LeagueConfig
 
-NON_FIELD_FLAGS = {"command", "config", "resume", "address", "detach"}
+NON_FIELD_FLAGS = {"command", "config", "resume", "address", "detach", "debug"}
 
 
 def train_parser() -> argparse.ArgumentParser:

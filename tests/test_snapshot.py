@@ -304,7 +304,7 @@ def test_a_snapshot_of_another_game_is_refused(tmp_path, states):
 
 @pytest.mark.parametrize(
     ("where", "message"),
-    [("does/not/exist", "does not exist"), ("bogus-scheme://x/y", "cannot open snapshot")],
+    [("does/not/exist", "does not exist"), ("bogus-scheme://x/y", "are off; allow them")],
 )
 def test_missing_locations_are_refused(tmp_path, where, message):
     target = where if "://" in where else str(tmp_path / where)

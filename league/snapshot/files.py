@@ -132,12 +132,27 @@ def _read_file(loc: SnapshotLocation, name: str, limit: int) -> bytes | None:
         raise SnapshotError(f"{shown}: {info.size:,} bytes is more than the {limit:,} allowed")
     try:
         with loc.filesystem.open_input_stream(path) as stream:
-            data = stream.read(limit + 1)  # a file that grew after the size check
+            data = _read_bounded(stream, limit, info.size)
     except OSError as err:
         raise SnapshotError(f"{shown}: cannot read: {err}") from err
     if len(data) > limit:
         raise SnapshotError(f"{shown}: more than the {limit:,} bytes allowed")
     return data
+
+
+def _read_bounded(stream: Any, limit: int, size: int | None) -> bytes:
+    """At most limit + 1 bytes, in chunks: pyarrow allocates the whole buffer a read
+    asks for, so never ask for more than the file is said to hold (plus one byte to
+    notice a file that grew after the size check)."""
+    chunks, total = [], 0
+    want = limit + 1 if size is None else min(size, limit) + 1
+    while total < want:
+        chunk = stream.read(min(want - total, 16 * 1024 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 # ---- saving ----------------------------------------------------------------------
@@ -373,7 +388,10 @@ def _check_safetensors_header(data: bytes, shown: str) -> None:
         ):
             raise SnapshotError(f"{shown}: tensor {name} is not a float32 tensor: {entry!r}")
         if 4 * math.prod(shape) > body:
-            raise SnapshotError(f"{shown}: tensor {name} of shape {shape} does not fit the file")
+            raise SnapshotError(
+                f"{shown}: corrupt or truncated safetensors file: tensor {name} of shape "
+                f"{shape} does not fit the file"
+            )
 
 
 def _read_snapshot(
