@@ -276,6 +276,8 @@ class TrainConfig:
         for name, high in ints:
             if getattr(self, name) > high:
                 raise ConfigError(f"{name} must be <= {high:,}, got {getattr(self, name):,}")
+        if not 0 <= self.seed < 2**32:  # numpy's generators refuse negative seeds
+            raise ConfigError(f"seed must be in 0..2**32-1, got {self.seed}")
         if self.num_cpus is not None and not 1 <= self.num_cpus <= 4096:
             raise ConfigError(f"num_cpus must be in 1..4096 (or none), got {self.num_cpus}")
         if len(self.hidden_sizes) > 32 or max(self.hidden_sizes) > 65536:

@@ -146,6 +146,9 @@ def test_truncated_latest_json_on_resume_is_one_line(run_dir, capsys):
         ("num_epochs: 1000000000\n", "num_epochs must be <= 1,000"),
         ("store: ftp://example.com/x\n", "unsupported URL scheme 'ftp'"),
         ("league:\n  active_set_size: 0\n", "active_set_size must be >= 1"),
+        ("seed: -1\n", "seed must be in 0..2**32-1"),
+        ("num_cpus: 0\n", "num_cpus must be in 1..4096"),
+        ("env_kwargs: [1, 2]\n", "env_kwargs must be"),
     ],
 )
 def test_values_a_run_cannot_use_are_refused(tmp_path, capsys, text, expected):
