@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,8 +123,7 @@ def test_import_path_game_trains_in_league_mode_and_exports(ray_session, tmp_pat
     run = tmp_path / "nim"
     argv = ["train", "--env", NIM, "--env-kwargs", '{"stones": 9}', "--run-dir", str(run)]
     assert main([*argv, *TINY, "--stop-timesteps", "256"]) == 0
-    out = capsys.readouterr().out
-    assert "iter    2" in out or "iter 2" in out or out.count("\niter") >= 1, out
+    assert capsys.readouterr().out.count("eval (greedy") >= 1  # evaluated against random
     progress = [json.loads(line) for line in (run / "progress.jsonl").read_text().splitlines()]
     assert len(progress) == 2 and progress[-1]["eval"]["random"]
     config = json.loads((run / "config.json").read_text())
@@ -205,7 +203,7 @@ def test_rps_trains_past_its_first_evaluation(ray_session, tmp_path, capsys):
     assert "vs random" in capsys.readouterr().out
 
 
-def test_evaluate_matches_on_openspiel_policy_mixture(tmp_path):
+def test_scored_games_are_won_by_the_higher_return():
     """Games with scores: outcome by the sign of the return difference, chips in the record."""
     from envs.opponents import RandomPlayer
 
@@ -213,7 +211,6 @@ def test_evaluate_matches_on_openspiel_policy_mixture(tmp_path):
     for record in records:
         assert record.games == 200 and record.wins + record.losses > 150
         assert abs(record.mean_return) < 2.0  # chips; random vs random is even
-    assert Path(__file__).exists()
 
 
 def test_train_config_records_the_game_id():

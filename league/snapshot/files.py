@@ -195,9 +195,6 @@ def _serialize(
     }
     if not tensors:
         raise SnapshotError(f"{target}: policy state has no {POLICY_PREFIX}* tensors")
-    for name, tensor in tensors.items():
-        if not np.all(np.isfinite(tensor)):
-            raise SnapshotError(f"{target}: tensor {name} holds NaN or infinite values")
     weights = dump_tensors(tensors)
     meta = replace(meta, weights_sha256=hashlib.sha256(weights).hexdigest())
     source = f"{target} (metadata to save)"

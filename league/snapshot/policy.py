@@ -58,7 +58,7 @@ class SnapshotPolicy:
                     f"{source}: model_config {dict(meta.model_config)} declares "
                     f"{self.parameters:,} parameters (at most {MAX_PARAMETERS:,})"
                 )
-            _check_weight_count(weights, self.parameters, meta.model_config, source)
+            _check_finite(weights, source)
             self.net = build_policy_network(self.obs_shape, self.n_actions, meta.model_config)
         except ValueError as err:
             if isinstance(err, SnapshotError):
@@ -116,12 +116,9 @@ def _game_adapter(game_id: str) -> ObservationAdapter:
         env.close()
 
 
-def _check_weight_count(
-    weights: Mapping[str, Any], expected: int, config: Mapping[str, Any], source: str
-) -> None:
-    """Finite weights (their number is bounded by the file size; each tensor's shape
-    is checked against the built network, itself bounded by MAX_PARAMETERS, by
-    `_load_weights`)."""
+def _check_finite(weights: Mapping[str, Any], source: str) -> None:
+    """Finite weights, on save and on load (their number is bounded by the file size;
+    each tensor's shape is checked against the built network by `_load_weights`)."""
     for name, value in weights.items():
         if not np.all(np.isfinite(_to_numpy(value))):
             raise SnapshotError(f"{source}: tensor {name} holds NaN or infinite values")
