@@ -88,6 +88,15 @@ class TrainConfig:
     num_envs_per_env_runner: int = field(
         default=8, metadata=_help("Vectorized game copies per env runner.")
     )
+    env_runner: str = field(
+        default="auto",
+        metadata=_help(
+            "Env runner: batched (many game copies, one forward pass per module per step; "
+            "turn-based games), rllib (RLlib's MultiAgentEnvRunner), auto (batched for "
+            "turn-based games, rllib for simultaneous-move games).",
+            choices=("auto", "batched", "rllib"),
+        ),
+    )
     random_opening_moves: int = field(
         default=0,
         metadata=_help(

@@ -1,28 +1,35 @@
-"""Env steps/s on one game: raw PettingZoo, plain RLlib PPO, and this project.
+"""Env steps/s on one game: raw PettingZoo, tuned plain RLlib PPO, and this project.
 
 `--env` takes any game reference `league train --env` takes (default connect_four).
-All measured in one run, on one local Ray instance with the same CPUs:
+All measured in one run, on one local Ray instance with the same CPUs, 1 env
+runner by default:
 
   (a) the game's PettingZoo env (with the league's observation adapter, which
       finds masks in `info` for OpenSpiel games), uniform random legal moves, no RLlib;
-  (b) plain RLlib PPO self-play through RLlib's PettingZooEnv with RLlib's default
-      settings (one env per runner, episodes_to_numpy on, default runner class,
-      PPO's default training hyperparameters); the same masked module as (c),
-      since RLlib's default module cannot read action-mask dict observations;
-  (b') like (b) but with this project's PPO hyperparameters, so that the (c)/(b')
-      ratio isolates sampling and runner changes;
-  (c) this project's training (`league.training.algorithm.build_ppo_config`), defaults.
+  (b) plain RLlib PPO self-play as a careful user runs it: RLlib's PettingZooEnv
+      and MultiAgentEnvRunner, `num_envs_per_env_runner=8`, `episodes_to_numpy=False`,
+      this project's network and PPO hyperparameters (so only the runner differs);
+  (c) this project's training in self-play mode, defaults (`--env-runner` picks
+      the runner; auto = the batched runner for turn-based games);
+  (d) this project in league mode with a full active set (8 frozen snapshots
+      seated by the matchmaking plan), league step included in each iteration;
+  (e) sampling alone: the env runner's `sample()` of one train batch, no learner
+      update, timed inside the runner actor.
 
-Training throughput = env steps sampled / wall time of `algo.train()` over the
-timed iterations (after one warm-up iteration), learner updates included.
+Training throughput = env steps sampled / wall time of the timed iterations (after
+one warm-up iteration), learner updates included. The learner's share of an
+iteration comes from RLlib's timers (`learner_update_timer`).
 
-    .venv/bin/python scripts/bench_throughput.py [--env GAME] [--num-env-runners 1] [--iterations 5]
+    .venv/bin/python scripts/bench_throughput.py [--env GAME] [--iterations 5] [--env-runner auto]
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import ray
@@ -34,7 +41,10 @@ from ray.tune.registry import register_env
 from envs.registry import get_game
 from league.config import TrainConfig
 from league.training.algorithm import build_ppo_config
+from league.training.driver import LeagueDriver
 from rlmodules.masked_policy import masked_policy_spec
+
+FULL_ACTIVE_SET = 8
 
 
 def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> float:
@@ -53,103 +63,179 @@ def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> floa
     return steps / (time.perf_counter() - start)
 
 
-def plain_rllib_config(
-    game: str, num_env_runners: int, project_hparams: TrainConfig, with_hparams: bool
-) -> PPOConfig:
-    model = project_hparams.model_config  # the same network as (c): only the runner differs
+def plain_rllib_config(game: str, num_env_runners: int, hparams: TrainConfig) -> PPOConfig:
+    """Plain RLlib PPO self-play, tuned as a careful user would, with our network."""
     register_env("bench_game", lambda _: PettingZooEnv(get_game(game).make()))
-    config = (
+    h = hparams
+    return (
         PPOConfig()
         .environment("bench_game")
-        .env_runners(num_env_runners=num_env_runners)
+        .env_runners(
+            num_env_runners=num_env_runners, num_envs_per_env_runner=8, episodes_to_numpy=False
+        )
         .multi_agent(
             policies={"shared"},
             policy_mapping_fn=lambda agent_id, episode, **kw: "shared",
         )
         .rl_module(
             rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={"shared": masked_policy_spec(model_config=model)}
+                rl_module_specs={"shared": masked_policy_spec(model_config=h.model_config)}
             )
         )
-    )
-    if with_hparams:
-        h = project_hparams
-        config.training(
+        .training(
             train_batch_size_per_learner=h.train_batch_size,
             minibatch_size=h.minibatch_size,
             num_epochs=h.num_epochs,
             lr=h.lr,
+            gamma=h.gamma,
+            lambda_=h.lambda_,
+            clip_param=h.clip_param,
+            entropy_coeff=h.entropy_coeff,
+            vf_loss_coeff=h.vf_loss_coeff,
         )
-    return config
+    )
 
 
-def training_steps_per_s(config: PPOConfig, iterations: int) -> tuple[float, float]:
-    """(env steps/s, mean seconds per iteration) over `iterations` after one warm-up."""
-    algo = config.build_algo()
-    try:
-        algo.train()
+class Timing:
+    """Env steps/s, seconds per iteration and the learner's share of an iteration."""
+
+    def __init__(self, steps: int, seconds: float, iterations: int, learner_s: float):
+        self.rate = steps / seconds
+        self.per_iteration = seconds / iterations
+        self.learner_share = learner_s / seconds
+
+    def __str__(self) -> str:
+        return (
+            f"{self.rate:9,.0f} env steps/s ({self.per_iteration:.2f} s/iter, "
+            f"learner {100 * self.learner_share:.0f}%)"
+        )
+
+
+def time_training(algo: Any, iterations: int, after_train=None) -> Timing:
+    """Times `iterations` of `algo.train()` (plus `after_train(i, result)`) after a warm-up."""
+    algo.train()
+    steps, learner_s, start = 0, 0.0, time.perf_counter()
+    for i in range(iterations):
+        t = time.perf_counter()
+        result = algo.train()
+        learner_s += _learner_seconds(result, time.perf_counter() - t)
+        if after_train is not None:
+            after_train(i + 2, result)
+        steps += int(result["env_runners"]["num_env_steps_sampled"])
+    return Timing(steps, time.perf_counter() - start, iterations, learner_s)
+
+
+def _learner_seconds(result: dict[str, Any], iteration_s: float) -> float:
+    """This iteration's learner update time: RLlib's timers are smoothed means, so
+    take the share of the training step and scale it to this iteration."""
+    timers = result.get("timers", {})
+    learner, step = timers.get("learner_update_timer"), timers.get("training_step")
+    if not learner or not step:
+        return float("nan")
+    return iteration_s * float(learner) / float(step)
+
+
+def sampling_only(algo: Any, batches: int) -> float:
+    """Env steps/s of the env runner's `sample()` alone, timed inside the runner."""
+
+    def timed(runner: Any) -> tuple[int, float]:
+        runner.sample()
+        runner.get_metrics()
         steps, start = 0, time.perf_counter()
-        for _ in range(iterations):
-            result = algo.train()
-            steps += int(result["env_runners"]["num_env_steps_sampled"])
-        elapsed = time.perf_counter() - start
+        for _ in range(batches):
+            runner.sample()
+            played = runner.get_metrics()["num_env_steps_sampled"]
+            steps += int(played.peek() if hasattr(played, "peek") else played)
+        return steps, time.perf_counter() - start
+
+    results = algo.env_runner_group.foreach_env_runner(timed, local_env_runner=False)
+    if not results:  # no remote runners: the local one samples
+        results = [timed(algo.env_runner)]
+    return sum(s for s, _ in results) / max(t for _, t in results)
+
+
+def league_training(cfg: TrainConfig, iterations: int) -> Timing:
+    """League mode, the active set filled with FULL_ACTIVE_SET snapshots."""
+    league_cfg = cfg.replace(
+        mode="league",
+        league={
+            **cfg.to_dict()["league"],
+            "active_set_size": FULL_ACTIVE_SET,
+            "snapshot_step_budget": 10**12,  # no new snapshots while timing
+        },
+    )
+    league_cfg = TrainConfig.from_dict(league_cfg.to_dict())
+    algo = build_ppo_config(league_cfg).build_algo()
+    try:
+        with tempfile.TemporaryDirectory() as run_dir:
+            driver = LeagueDriver(algo, league_cfg, Path(run_dir), seed=0)
+            weights = driver.learner_weights(driver.players)
+            for i in range(FULL_ACTIVE_SET):
+                player = driver.players[i % len(driver.players)]
+                sid = driver.league.take_snapshot(player, iteration=0)
+                driver.export_snapshot(sid, weights[player])
+            driver.step(1, {})  # decide and push the full active set
+            timing = time_training(algo, iterations, after_train=driver.step)
+            assert len(driver.active_set) == FULL_ACTIVE_SET, driver.active_set
     finally:
         algo.stop()
-    return steps / elapsed, elapsed / iterations
+    return timing
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="connect_four", help="game reference (as league train)")
     parser.add_argument("--num-env-runners", type=int, default=1)
+    parser.add_argument("--env-runner", default="auto", help="this project's runner (c, d, e)")
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations per setup")
     parser.add_argument("--raw-seconds", type=float, default=10.0)
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument(
         "--skip-plain",
         action="store_true",
-        help="measure only (a) and (c): plain RLlib with one env per runner takes minutes "
-        "per iteration on games with very short episodes (poker)",
+        help="leave out (b): plain RLlib takes minutes per iteration on games with very "
+        "short episodes (poker)",
     )
     args = parser.parse_args()
 
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
-    ours = TrainConfig.from_dict({"env": args.env, "num_env_runners": args.num_env_runners})
-    print(f"game {ours.game}")
-
+    ours = TrainConfig.from_dict(
+        {"env": args.env, "num_env_runners": args.num_env_runners, "env_runner": args.env_runner}
+    )
+    print(
+        f"game {ours.game}: {ours.num_env_runners} env runner(s) x "
+        f"{ours.num_envs_per_env_runner} games, env_runner {ours.env_runner}, "
+        f"batch {ours.train_batch_size}, {ours.num_epochs} epochs of {ours.minibatch_size}"
+    )
     raw = raw_pettingzoo_steps_per_s(ours.game, args.raw_seconds)
-    print(f"(a)  raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
-    if args.skip_plain:
-        project, project_it = training_steps_per_s(build_ppo_config(ours), args.iterations)
-        print(
-            f"(c)  this project's training:         {project:9,.0f} env steps/s "
-            f"({project_it:.1f} s/iter)\nratio: (c)/(a) = {project / raw:.2f}"
-        )
-        ray.shutdown()
-        return
-    plain, plain_it = training_steps_per_s(
-        plain_rllib_config(ours.game, args.num_env_runners, ours, False), args.iterations
-    )
-    print(
-        f"(b)  plain RLlib PPO, defaults:        {plain:9,.0f} env steps/s ({plain_it:.1f} s/iter)"
-    )
-    plain_h, plain_h_it = training_steps_per_s(
-        plain_rllib_config(ours.game, args.num_env_runners, ours, True), args.iterations
-    )
-    print(
-        f"(b') plain RLlib PPO, our PPO hparams: {plain_h:9,.0f} env steps/s "
-        f"({plain_h_it:.1f} s/iter)"
-    )
-    project, project_it = training_steps_per_s(build_ppo_config(ours), args.iterations)
-    print(
-        f"(c)  this project's training:         {project:9,.0f} env steps/s "
-        f"({project_it:.1f} s/iter; {ours.num_env_runners} runners x "
-        f"{ours.num_envs_per_env_runner} envs)"
-    )
-    print(
-        f"ratios: (c)/(b) = {project / plain:.2f}x   (c)/(b') = {project / plain_h:.2f}x   "
-        f"(c)/(a) = {project / raw:.2f}   (b)/(a) = {plain / raw:.2f}"
-    )
+    print(f"(a) raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
+    plain = None
+    if not args.skip_plain:
+        algo = plain_rllib_config(ours.game, args.num_env_runners, ours).build_algo()
+        try:
+            plain = time_training(algo, args.iterations)
+        finally:
+            algo.stop()
+        print(f"(b) plain RLlib PPO, tuned:           {plain}", flush=True)
+    algo = build_ppo_config(ours.replace(mode="selfplay")).build_algo()
+    try:
+        selfplay = time_training(algo, args.iterations)
+        print(f"(c) this project, self-play:          {selfplay}", flush=True)
+        sampling = sampling_only(algo, args.iterations)
+    finally:
+        algo.stop()
+    league = league_training(ours, args.iterations)
+    print(f"(d) this project, league ({FULL_ACTIVE_SET} frozen):  {league}", flush=True)
+    print(f"(e) sampling alone (self-play):       {sampling:9,.0f} env steps/s", flush=True)
+    ratios = [
+        f"(e)/(a) = {sampling / raw:.2f}",
+        f"(d)/(c) = {league.rate / selfplay.rate:.2f}",
+        f"(c)/(a) = {selfplay.rate / raw:.2f}",
+    ]
+    if plain is not None:
+        ratios.insert(0, f"(c)/(b) = {selfplay.rate / plain.rate:.2f}x")
+        ratios.insert(1, f"(d)/(b) = {league.rate / plain.rate:.2f}x")
+    print("ratios: " + "   ".join(ratios))
     ray.shutdown()
 
 

@@ -19,6 +19,7 @@ from envs.registry import game_spaces, get_game, import_roots
 from league.config import ConfigError, TrainConfig
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
+from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
 from rlmodules.league_learner import LeaguePPOLearner
 from rlmodules.learner_only_learner import CURIOSITY_COEFF_KEY, LearnerOnlyPPOLearner
@@ -51,6 +52,19 @@ def snapshot_module_spec(cfg: TrainConfig):
     """Spec of a frozen opponent on env runners: inference-only, explicit spaces."""
     obs_space, act_space = game_spaces(cfg.game)
     return masked_policy_spec(obs_space, act_space, cfg.model_config, inference_only=True)
+
+
+def env_runner_class(cfg: TrainConfig) -> type[LeagueEnvRunner]:
+    """The runner for `cfg.env_runner`: batched needs a turn-based game."""
+    turn_based = get_game(cfg.game).kind == "turn_based"
+    if cfg.env_runner == "batched" and not turn_based:
+        raise ConfigError(
+            f"env_runner batched needs a turn-based game; {cfg.game!r} is simultaneous-move "
+            "(use env_runner rllib or auto)"
+        )
+    if cfg.env_runner == "rllib" or not turn_based:
+        return LeagueEnvRunner
+    return BatchedLeagueEnvRunner
 
 
 def check_learner_only_switches(cfg: TrainConfig) -> None:
@@ -111,7 +125,7 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         .env_runners(
             num_env_runners=cfg.num_env_runners,
             num_envs_per_env_runner=cfg.num_envs_per_env_runner,
-            env_runner_cls=LeagueEnvRunner,
+            env_runner_cls=env_runner_class(cfg),
             episodes_to_numpy=cfg.episodes_to_numpy,
         )
         .multi_agent(

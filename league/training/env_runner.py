@@ -122,6 +122,25 @@ class LeagueEnvRunner(MultiAgentEnvRunner):
         return sorted(self.module.keys())
 
 
+def match_record(chunks: Sequence[Any]) -> dict[str, Any] | None:
+    """The match dict of a finished episode given as its chunks (oldest first), or
+    None when fewer than two seats played."""
+    returns: dict[str, float] = {}
+    for chunk in chunks:
+        for agent_id, sa_episode in chunk.agent_episodes.items():
+            returns[agent_id] = returns.get(agent_id, 0.0) + float(sa_episode.get_return())
+    if len(returns) < 2:
+        return None
+    episode = chunks[-1]
+    return {
+        "episode_id": episode.id_,
+        "modules": {agent: episode.module_for(agent) for agent in returns},
+        "outcomes": outcomes_from_returns(returns),
+        "returns": returns,
+        "length": int(sum(len(chunk) for chunk in chunks)),
+    }
+
+
 class MatchRecorder(RLlibCallback):
     """Hands one match dict per finished episode to the league env runner."""
 
@@ -135,19 +154,6 @@ class MatchRecorder(RLlibCallback):
     ) -> None:
         if not isinstance(env_runner, LeagueEnvRunner):
             return
-        chunks = [*(prev_episode_chunks or []), episode]
-        returns: dict[str, float] = {}
-        for chunk in chunks:
-            for agent_id, sa_episode in chunk.agent_episodes.items():
-                returns[agent_id] = returns.get(agent_id, 0.0) + float(sa_episode.get_return())
-        if len(returns) < 2:
-            return
-        env_runner.record_match(
-            {
-                "episode_id": episode.id_,
-                "modules": {agent: episode.module_for(agent) for agent in returns},
-                "outcomes": outcomes_from_returns(returns),
-                "returns": returns,
-                "length": int(sum(len(chunk) for chunk in chunks)),
-            }
-        )
+        record = match_record([*(prev_episode_chunks or []), episode])
+        if record is not None:
+            env_runner.record_match(record)
