@@ -86,7 +86,10 @@ class TrainConfig:
         default=1, metadata=_help("Env-runner actors (0 = sample in the driver process).")
     )
     num_envs_per_env_runner: int = field(
-        default=8, metadata=_help("Vectorized game copies per env runner.")
+        default=64,
+        metadata=_help(
+            "Game copies per env runner (the batched runner's forward passes cover them all)."
+        ),
     )
     env_runner: str = field(
         default="auto",
