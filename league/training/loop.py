@@ -25,7 +25,7 @@ import numpy as np
 import ray
 
 from envs.opponents import make_opponent, reference_opponents
-from league.config import TrainConfig
+from league.config import ConfigError, TrainConfig
 from league.core.outcomes import SeatRecord
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, write_json_atomic
 from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save_snapshot
@@ -162,6 +162,15 @@ def start_ray(cfg: TrainConfig, log: Callable[[str], None]) -> None:
     context = ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=cfg.dashboard)
     if cfg.dashboard and context.dashboard_url:
         log(f"Ray dashboard: http://{context.dashboard_url}")
+    # A local instance never grows a GPU: fail now rather than wait forever for a
+    # learner actor that cannot be placed. (A cluster may autoscale one in.)
+    gpus = float(ray.cluster_resources().get("GPU", 0))
+    if cfg.num_gpus_per_learner > gpus:
+        ray.shutdown()
+        raise ConfigError(
+            f"num_gpus_per_learner {cfg.num_gpus_per_learner:g} but this machine's Ray "
+            f"instance has {gpus:g} GPUs"
+        )
 
 
 def learner_stats(result: dict[str, Any], modules: list[str]) -> dict[str, dict[str, float]]:
