@@ -32,7 +32,7 @@ from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save
 from league.store import LeagueStore, open_store
 from league.tools.evaluation import evaluate
 from league.training.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
-from league.training.driver import LeagueDriver
+from league.training.driver import LeagueDriver, count_metric
 from league.training.sinks import (
     ProgressFile,
     TensorBoardSink,
@@ -202,14 +202,15 @@ def run_iteration(
     result = algo.train()
     elapsed = time.perf_counter() - started
     runners = result.get("env_runners", {})
-    sampled = int(runners.get("num_env_steps_sampled", 0))
+    # Counts are NaN in an iteration that sampled nothing (every env runner lost).
+    sampled = count_metric(runners.get("num_env_steps_sampled"))
     returns = runners.get("agent_episode_returns_mean", {}) or {}
     record = IterationRecord(
         iteration=iteration,
         env_steps=env_steps + sampled,
         seconds=elapsed,
         steps_per_s=sampled / elapsed,
-        episodes=int(runners.get("num_episodes", 0)),
+        episodes=count_metric(runners.get("num_episodes")),
         episode_len_mean=runners.get("episode_len_mean"),
         first_seat_return=returns.get(game_seats(cfg.game)[0]),
         learners=learner_stats(result, trainable_players(cfg)),
@@ -295,11 +296,12 @@ def train(
                 if control.stop_requested():
                     log("stop requested: writing a final checkpoint")
                     break
-            iteration += 1
+            # Counted once complete: a Ctrl-C inside an iteration checkpoints the last
+            # finished one, whose number and store seq then match the run's records.
             record, store_seq = run_iteration(
-                algo, cfg, iteration, env_steps, driver, store, store_seq
+                algo, cfg, iteration + 1, env_steps, driver, store, store_seq
             )
-            env_steps = record.env_steps
+            iteration, env_steps = record.iteration, record.env_steps
             log(format_progress(record, MAIN_PLAYER))
             if record.league is not None:
                 log(format_league(record, cfg.league.active_set_size))
