@@ -17,6 +17,10 @@ Training throughput = env steps sampled / wall time of `algo.train()` over the
 timed iterations (after one warm-up iteration), learner updates included.
 
     .venv/bin/python scripts/bench_throughput.py [--env GAME] [--num-env-runners 1] [--iterations 5]
+
+`--num-learners 0 1` measures (c) once per value (0: the learner in the driver
+process; 1: a learner actor asking for `--num-cpus-per-learner` CPUs), after (a)
+and (b) unless `--skip-plain`, and prints the ratio of the last to the first.
 """
 
 from __future__ import annotations
@@ -98,6 +102,27 @@ def training_steps_per_s(config: PPOConfig, iterations: int) -> tuple[float, flo
     return steps / elapsed, elapsed / iterations
 
 
+def project_steps_per_s(ours: TrainConfig, learners: list[int], iterations: int) -> float:
+    """(c) once per learner count; prints each, returns the first (the baseline)."""
+    results = []
+    for n in learners:
+        cfg = ours.replace(num_learners=n)
+        steps, per_it = training_steps_per_s(build_ppo_config(cfg), iterations)
+        print(
+            f"(c)  this project's training:         {steps:9,.0f} env steps/s "
+            f"({per_it:.1f} s/iter; {cfg.num_env_runners} runners x "
+            f"{cfg.num_envs_per_env_runner} envs; num_learners {n})",
+            flush=True,
+        )
+        results.append(steps)
+    if len(results) > 1:
+        print(
+            f"num_learners {learners[-1]} / {learners[0]}: {results[-1] / results[0]:.2f}x",
+            flush=True,
+        )
+    return results[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="connect_four", help="game reference (as league train)")
@@ -111,20 +136,37 @@ def main() -> None:
         help="measure only (a) and (c): plain RLlib with one env per runner takes minutes "
         "per iteration on games with very short episodes (poker)",
     )
+    parser.add_argument(
+        "--num-learners",
+        type=int,
+        nargs="+",
+        default=[0],
+        choices=(0, 1),
+        help="measure (c) for each value (e.g. 0 1: learner in the driver vs a learner actor)",
+    )
+    parser.add_argument(
+        "--num-cpus-per-learner",
+        type=float,
+        default=None,
+        help="CPUs of a learner actor (default: RLlib's auto, 1)",
+    )
     args = parser.parse_args()
 
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
-    ours = TrainConfig.from_dict({"env": args.env, "num_env_runners": args.num_env_runners})
+    ours = TrainConfig.from_dict(
+        {
+            "env": args.env,
+            "num_env_runners": args.num_env_runners,
+            "num_cpus_per_learner": args.num_cpus_per_learner,
+        }
+    )
     print(f"game {ours.game}")
 
     raw = raw_pettingzoo_steps_per_s(ours.game, args.raw_seconds)
     print(f"(a)  raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
     if args.skip_plain:
-        project, project_it = training_steps_per_s(build_ppo_config(ours), args.iterations)
-        print(
-            f"(c)  this project's training:         {project:9,.0f} env steps/s "
-            f"({project_it:.1f} s/iter)\nratio: (c)/(a) = {project / raw:.2f}"
-        )
+        project = project_steps_per_s(ours, args.num_learners, args.iterations)
+        print(f"ratio: (c)/(a) = {project / raw:.2f}")
         ray.shutdown()
         return
     plain, plain_it = training_steps_per_s(
@@ -140,12 +182,7 @@ def main() -> None:
         f"(b') plain RLlib PPO, our PPO hparams: {plain_h:9,.0f} env steps/s "
         f"({plain_h_it:.1f} s/iter)"
     )
-    project, project_it = training_steps_per_s(build_ppo_config(ours), args.iterations)
-    print(
-        f"(c)  this project's training:         {project:9,.0f} env steps/s "
-        f"({project_it:.1f} s/iter; {ours.num_env_runners} runners x "
-        f"{ours.num_envs_per_env_runner} envs)"
-    )
+    project = project_steps_per_s(ours, args.num_learners, args.iterations)
     print(
         f"ratios: (c)/(b) = {project / plain:.2f}x   (c)/(b') = {project / plain_h:.2f}x   "
         f"(c)/(a) = {project / raw:.2f}   (b)/(a) = {plain / raw:.2f}"
