@@ -272,11 +272,18 @@ def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY.replace("num_env_runners: 1", "num_env_runners: 0"))
     run_dir = tmp_path / "run"
-    started = cluster.league(
-        "train", "--address", cluster.address, "--detach", "--run-dir", str(run_dir),
-        "--config", str(config), "--stop-minutes", "8",
-    )  # fmt: skip
-    assert started.returncode == 0, started.stderr
+    # `league train --address` without --detach: it follows the coordinator's log,
+    # across the restart, until the coordinator stops.
+    follow_log = tmp_path / "follow.log"
+    with follow_log.open("w") as out:
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "league.cli", "train", "--address", cluster.address]
+            + ["--run-dir", str(run_dir), "--config", str(config), "--stop-minutes", "8"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=cluster.env,
+            cwd=ROOT,
+        )
 
     def status() -> dict[str, str]:
         proc = cluster.league("status", "--address", cluster.address)
@@ -314,7 +321,18 @@ def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster
         assert after["pid"] != before["pid"] and after["state"] == "running"
     finally:
         stopped = cluster.league("stop", "--address", cluster.address)
+        try:
+            follower.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            follower.kill()
+            follower.wait()
     assert stopped.returncode == 0, stopped.stderr
+    followed = follow_log.read_text()
+    assert follower.returncode == 0, followed[-3000:]
+    # The follower saw the restart and the resume, with the store rolled back.
+    assert "coordinator restarted by Ray: resuming from the last checkpoint" in followed
+    assert f"league restored at seq {checkpoint_seq}" in followed
+    assert "rolling back" in followed
 
     with open_store(None, run_dir) as store:
         # Rolled back to the checkpoint, not replayed: history up to it is unchanged,
