@@ -1,4 +1,5 @@
-"""A learner on a GPU (`num_gpus_per_learner`): runs only where CUDA is present.
+"""A learner on a GPU (`num_gpus_per_learner`): the training test runs only where
+CUDA is present; elsewhere, a GPU learner on a local Ray instance is refused.
 
 League mode with both learner-only modules (shared value function, world model
 with curiosity), whose connectors and losses create tensors of their own: every
@@ -8,6 +9,10 @@ one must be on the module's device, or the update fails with a device mismatch.
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +24,7 @@ from league.training.driver import LeagueDriver
 from rlmodules.shared_value import SHARED_VF_ID
 from rlmodules.world_model import WORLD_MODEL_ID
 
-pytestmark = pytest.mark.skipif(
+needs_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs CUDA: a learner on a GPU"
 )
 
@@ -37,6 +42,7 @@ def module_devices(algo) -> dict[str, str]:
     return result
 
 
+@needs_cuda
 @pytest.mark.parametrize("num_learners", [0, 1])
 def test_league_trains_two_iterations_on_one_gpu(ray_session, tmp_path, num_learners):
     if ray_session.cluster_resources().get("GPU", 0) < 1:
@@ -78,3 +84,25 @@ def test_league_trains_two_iterations_on_one_gpu(ray_session, tmp_path, num_lear
         assert len(driver.league.snapshots) >= 2
     finally:
         algo.stop()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without")
+def test_a_gpu_learner_without_a_gpu_is_refused_in_one_line(tmp_path):
+    """A local Ray instance never grows a GPU: refused, not a learner pending forever."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "league.cli", "train", "--run-dir", str(tmp_path / "r")]
+        + ["--num-learners", "1", "--num-gpus-per-learner", "1", "--num-cpus", "1"]
+        + ["--no-dashboard", "--stop-timesteps", "100"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("league: error:")]
+    assert errors == [
+        "league: error: num_gpus_per_learner 1 but this machine's Ray instance has 0 GPUs"
+    ]
+    assert not (tmp_path / "r" / "checkpoints").exists()
