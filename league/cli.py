@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import json
 import sys
+import time
 import types
 import typing
 from collections.abc import Callable, Iterator, Sequence
@@ -394,6 +395,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+COORDINATOR_DOWN_S = 300.0
+"""How long `league train --address` waits for Ray to bring a dead coordinator back."""
+
+
 def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
     import ray
 
@@ -406,6 +411,7 @@ def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
         print("detached: follow it with `league status`, end it with `league stop`")
         return 0
     seen = 0
+    down_since: float | None = None
 
     def print_new_lines() -> int:
         last = seen
@@ -415,8 +421,21 @@ def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
 
     try:
         while True:
-            seen = print_new_lines()
-            status = ray.get(actor.wait.remote(timeout=2.0))
+            try:
+                seen = print_new_lines()
+                status = ray.get(actor.wait.remote(timeout=2.0))
+                down_since = None
+            except ray.exceptions.RayActorError:
+                # Ray restarts a dead coordinator (it resumes from its checkpoint) and
+                # the new one numbers its log lines from 1; a permanent death stays.
+                down_since = down_since or time.monotonic()
+                if time.monotonic() - down_since > COORDINATOR_DOWN_S:
+                    raise
+                if seen:
+                    print("coordinator unavailable: waiting for Ray to restart it", flush=True)
+                seen = 0
+                time.sleep(2.0)
+                continue
             if status["state"] in ("stopped", "failed"):
                 seen = print_new_lines()
                 break

@@ -110,6 +110,41 @@ class TrainConfig:
     num_cpus: int | None = field(
         default=None, metadata=_help("CPUs for a local Ray instance (none = all).")
     )
+    # Scaling out: learner actors and where env runners go (README "Scaling out")
+    num_learners: int = field(
+        default=0,
+        metadata=_help(
+            "Learner actors: 0 = update in the driver (or coordinator) process; 1 = one "
+            "remote learner actor (its own process, on any node with its resources, e.g. "
+            "a GPU node). More are refused: see README, Scaling out."
+        ),
+    )
+    num_cpus_per_learner: float | None = field(
+        default=None,
+        metadata=_help("CPUs per learner actor (none = RLlib's auto: 1, or 0 with a GPU)."),
+    )
+    num_gpus_per_learner: float = field(
+        default=0.0,
+        metadata=_help(
+            "GPUs per learner (a fraction < 1 shares a GPU); the learner's modules and "
+            "tensors live on it. With num_learners 0 the driver process uses the GPU."
+        ),
+    )
+    env_runner_resources: dict[str, float] = field(
+        default_factory=dict,
+        metadata=_help(
+            "Custom Ray resources each env runner asks for (RLlib's "
+            'custom_resources_per_env_runner), e.g. {"runner_node": 1} to place runners on '
+            "nodes started with `ray start --resources`."
+        ),
+    )
+    env_runner_probe_timeout_s: float = field(
+        default=30.0,
+        metadata=_help(
+            "Seconds each iteration waits for a failed env runner (e.g. its node died) to "
+            "answer after Ray restarted it; training goes on without it meanwhile."
+        ),
+    )
     dashboard: bool = field(
         default=True,
         metadata=_help(
@@ -292,6 +327,16 @@ class TrainConfig:
             raise ConfigError(f"seed must be in 0..2**32-1, got {self.seed}")
         if self.num_cpus is not None and not 1 <= self.num_cpus <= 4096:
             raise ConfigError(f"num_cpus must be in 1..4096 (or none), got {self.num_cpus}")
+        if self.num_learners not in (0, 1):
+            # Measured: RLlib 2.60 shards a train batch across learners by slicing
+            # episodes (ShardEpisodesIterator), which cuts turn-based multi-agent
+            # episodes mid-turn (ValueError in AddOneTsToEpisodesAndTruncate); and a
+            # player missing from one learner's shard would stall torch DDP.
+            raise ConfigError(
+                f"num_learners must be 0 or 1, got {self.num_learners}: data-parallel "
+                "learners cannot split turn-based multi-agent episodes in RLlib 2.60"
+            )
+        self._check_learner_resources()
         if len(self.hidden_sizes) > 32 or max(self.hidden_sizes) > 65536:
             raise ConfigError(
                 f"hidden_sizes allows at most 32 layers of at most 65,536 units, "
@@ -304,6 +349,45 @@ class TrainConfig:
                     f"store: unsupported URL scheme {scheme or '(none)'!r}; supported: "
                     f"{', '.join(SUPPORTED_SCHEMES)}"
                 )
+
+    def _check_learner_resources(self) -> None:
+        """Resource requests Ray could never grant, refused before Ray starts."""
+        if self.num_cpus_per_learner is not None and not (
+            math.isfinite(self.num_cpus_per_learner) and 0 <= self.num_cpus_per_learner <= 1024
+        ):
+            raise ConfigError(
+                f"num_cpus_per_learner must be in [0, 1024] (or none), "
+                f"got {self.num_cpus_per_learner}"
+            )
+        gpus = self.num_gpus_per_learner
+        if not (math.isfinite(gpus) and 0 <= gpus <= 64):
+            raise ConfigError(f"num_gpus_per_learner must be in [0, 64], got {gpus}")
+        if gpus > 1 and gpus != int(gpus):
+            raise ConfigError(
+                f"num_gpus_per_learner above 1 must be a whole number (Ray), got {gpus}"
+            )
+        if not isinstance(self.env_runner_resources, dict):
+            raise ConfigError(
+                f"env_runner_resources must be a mapping, got {short_repr(self.env_runner_resources)}"
+            )
+        for name, amount in self.env_runner_resources.items():
+            if name in ("CPU", "GPU", "memory", "object_store_memory"):
+                raise ConfigError(
+                    f"env_runner_resources: {name!r} is not a custom resource (Ray sets "
+                    "CPUs and GPUs per env runner itself)"
+                )
+            if (
+                isinstance(amount, bool)
+                or not isinstance(amount, int | float)
+                or not (math.isfinite(amount) and 0 < amount <= 1_000_000)
+            ):
+                raise ConfigError(
+                    f"env_runner_resources: {name!r} must be a number in (0, 1000000], "
+                    f"got {short_repr(amount)}"
+                )
+        timeout = self.env_runner_probe_timeout_s
+        if not (math.isfinite(timeout) and 0 < timeout <= 3600):
+            raise ConfigError(f"env_runner_probe_timeout_s must be in (0, 3600], got {timeout}")
 
     @property
     def game(self) -> str:

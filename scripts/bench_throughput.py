@@ -21,6 +21,10 @@ one warm-up iteration), learner updates included. The learner's share of an
 iteration comes from RLlib's timers (`learner_update_timer`).
 
     .venv/bin/python scripts/bench_throughput.py [--env GAME] [--iterations 5] [--env-runner auto]
+
+`--num-learners 0 1` measures (c) once per value (0: the learner in the driver
+process; 1: a learner actor asking for `--num-cpus-per-learner` CPUs) and prints
+the ratio of the last to the first; (d) and (e) use the first value.
 """
 
 from __future__ import annotations
@@ -196,11 +200,31 @@ def main() -> None:
         help="leave out (b): plain RLlib takes minutes per iteration on games with very "
         "short episodes (poker)",
     )
+    parser.add_argument(
+        "--num-learners",
+        type=int,
+        nargs="+",
+        default=[0],
+        choices=(0, 1),
+        help="measure (c) for each value (e.g. 0 1: learner in the driver vs a learner actor)",
+    )
+    parser.add_argument(
+        "--num-cpus-per-learner",
+        type=float,
+        default=None,
+        help="CPUs of a learner actor (default: RLlib's auto, 1)",
+    )
     args = parser.parse_args()
 
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     ours = TrainConfig.from_dict(
-        {"env": args.env, "num_env_runners": args.num_env_runners, "env_runner": args.env_runner}
+        {
+            "env": args.env,
+            "num_env_runners": args.num_env_runners,
+            "env_runner": args.env_runner,
+            "num_learners": args.num_learners[0],
+            "num_cpus_per_learner": args.num_cpus_per_learner,
+        }
     )
     print(
         f"game {ours.game}: {ours.num_env_runners} env runner(s) x "
@@ -224,6 +248,17 @@ def main() -> None:
         sampling = sampling_only(algo, args.iterations)
     finally:
         algo.stop()
+    for learners in args.num_learners[1:]:
+        algo = build_ppo_config(ours.replace(mode="selfplay", num_learners=learners)).build_algo()
+        try:
+            other = time_training(algo, args.iterations)
+        finally:
+            algo.stop()
+        print(
+            f"(c) with num_learners {learners}:          {other}  "
+            f"({other.rate / selfplay.rate:.2f}x num_learners {args.num_learners[0]})",
+            flush=True,
+        )
     league = league_training(ours, args.iterations)
     print(f"(d) this project, league ({FULL_ACTIVE_SET} frozen):  {league}", flush=True)
     print(f"(e) sampling alone (self-play):       {sampling:9,.0f} env steps/s", flush=True)

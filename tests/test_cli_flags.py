@@ -193,3 +193,22 @@ def test_the_example_config_file_loads():
     path = Path(__file__).resolve().parents[1] / "configs" / "example.yaml"
     cfg = config_from(["--config", str(path)])
     assert cfg.env == "connect_four" and cfg.league.main_learner_share == 0.6
+
+
+def test_scaling_flags_reach_rllib():
+    """The learner and env-runner placement flags end up in RLlib's config."""
+    from league.training.algorithm import build_ppo_config
+
+    cfg = config_from(
+        ["--num-learners", "1", "--num-cpus-per-learner", "0.25", "--num-gpus-per-learner", "0.5"]
+        + ["--env-runner-resources", '{"runner_node": 1}', "--env-runner-probe-timeout-s", "5"]
+    )
+    assert (cfg.num_learners, cfg.num_cpus_per_learner, cfg.num_gpus_per_learner) == (1, 0.25, 0.5)
+    rllib = build_ppo_config(cfg)
+    assert rllib.num_learners == 1
+    assert rllib.num_cpus_per_learner == 0.25 and rllib.num_gpus_per_learner == 0.5
+    assert rllib.custom_resources_per_env_runner == {"runner_node": 1}
+    assert rllib.restart_failed_env_runners and rllib.env_runner_health_probe_timeout_s == 5
+    # Defaults: the learner in the driver process, RLlib's automatic CPU count.
+    default = build_ppo_config(config_from([]))
+    assert default.num_learners == 0 and default.num_cpus_per_learner == "auto"

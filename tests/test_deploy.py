@@ -13,6 +13,8 @@ defined there, volumes name claims defined there.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import re
 import tomllib
@@ -393,3 +395,90 @@ def test_shared_documents_are_identical_in_both_manifests() -> None:
     assert {k for k, _ in shared} >= {"Secret", "Deployment", "Service", "PersistentVolumeClaim"}
     for key in shared:
         assert cluster[key] == job[key], f"{key} differs between the two manifests"
+
+
+# ---- flags and config keys named in deploy/ and the README exist --------------------
+
+TRAIN_COMMAND = re.compile(
+    r"league(?:\.cli)? train\b|scripts/(?:submit_job|train)\.sh\b(?:[^\n]*?\s--(?=\s))?"
+)
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9.-]*")
+
+
+def _command_lines(text: str) -> list[str]:
+    """Lines without a leading comment marker (commands are often in comments)."""
+    return [re.sub(r"^\s*#+ ?", "", line) for line in text.splitlines()]
+
+
+def train_commands(text: str) -> list[str]:
+    """Each `league train ...` command in a text, from `league train` (or a script that
+    passes its arguments on) to its end: lines continue after a trailing backslash, and
+    on a next line that starts with a flag (YAML folded scalars)."""
+    lines = _command_lines(text)
+    commands = []
+    for i, line in enumerate(lines):
+        for match in TRAIN_COMMAND.finditer(line):
+            parts = [line[match.end() :]]
+            j = i
+            while j + 1 < len(lines) and (
+                lines[j].rstrip().endswith("\\") or lines[j + 1].lstrip().startswith("--")
+            ):
+                j += 1
+                parts.append(lines[j])
+            commands.append(" ".join(parts))
+    return commands
+
+
+def train_flags() -> set[str]:
+    from league.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {s for action in sub.choices["train"]._actions for s in action.option_strings}
+
+
+DOCUMENTED = [
+    *sorted(p.relative_to(ROOT).as_posix() for p in DEPLOY.rglob("*") if p.is_file()),
+    "README.md",
+]
+
+
+@pytest.mark.parametrize("name", DOCUMENTED)
+def test_every_league_train_flag_named_exists(name: str) -> None:
+    known = train_flags()
+    text = (ROOT / name).read_text()
+    named = {flag for command in train_commands(text) for flag in FLAG.findall(command)}
+    # Flags of `ray job submit` before the `--` that hands over to league train are
+    # not in `train_commands` (the command starts after it).
+    unknown = sorted(named - known)
+    assert not unknown, f"{name} names flags `league train` does not have: {unknown}"
+
+
+def test_the_flag_extraction_sees_the_commands() -> None:
+    """The extraction is not vacuous: it finds the deploy files' and README's flags."""
+    rayjob = train_commands((KUBERAY / "rayjob.yaml").read_text())
+    assert any("--stop-minutes" in c and "--store" in c for c in rayjob)  # folded YAML
+    readme = " ".join(train_commands((ROOT / "README.md").read_text()))
+    for flag in ("--num-learners", "--num-gpus-per-learner", "--env-runner-resources"):
+        assert flag in readme
+    assert "--no-such-flag" not in train_flags()
+    assert FLAG.findall(train_commands("league train --bogus 1 \\\n  --run-dir x")[0]) == [
+        "--bogus",
+        "--run-dir",
+    ]
+
+
+def test_train_config_keys_named_in_deploy_exist() -> None:
+    """Setting names in deploy/ (`num_gpus_per_learner`, ...) are TrainConfig fields."""
+    from league.config import TrainConfig
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    named = set()
+    for path in DEPLOY.rglob("*"):
+        if path.is_file():
+            words = re.findall(r"\b(?:num|env_runner)_[a-z_]+\b", path.read_text())
+            named |= {w for w in words if "_per_" in w or w.startswith("num_learner")} | {
+                w for w in words if w.startswith("env_runner_")
+            }
+    assert named, "expected deploy/ to name the learner settings it is sized for"
+    assert named <= fields, sorted(named - fields)

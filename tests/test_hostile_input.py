@@ -149,6 +149,15 @@ def test_truncated_latest_json_on_resume_is_one_line(run_dir, capsys):
         ("seed: -1\n", "seed must be in 0..2**32-1"),
         ("num_cpus: 0\n", "num_cpus must be in 1..4096"),
         ("env_kwargs: [1, 2]\n", "env_kwargs must be"),
+        ("num_learners: 2\n", "num_learners must be 0 or 1, got 2"),
+        ("num_learners: -1\n", "num_learners must be 0 or 1"),
+        ("num_cpus_per_learner: -0.5\n", "num_cpus_per_learner must be in [0, 1024]"),
+        ("num_gpus_per_learner: .inf\n", "num_gpus_per_learner must be in [0, 64]"),
+        ("num_gpus_per_learner: 1.5\n", "num_gpus_per_learner above 1 must be a whole"),
+        ("env_runner_resources: {CPU: 1}\n", "'CPU' is not a custom resource"),
+        ("env_runner_resources: {node: -1}\n", "'node' must be a number in (0, 1000000]"),
+        ("env_runner_resources: {node: x}\n", "'node' must be a number"),
+        ("env_runner_probe_timeout_s: 0\n", "env_runner_probe_timeout_s must be in (0, 3600]"),
     ],
 )
 def test_values_a_run_cannot_use_are_refused(tmp_path, capsys, text, expected):

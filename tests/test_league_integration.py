@@ -8,7 +8,7 @@ import pytest
 from league.config import TrainConfig
 from league.core.ids import is_snapshot_id
 from league.training.algorithm import build_ppo_config, trainable_players
-from league.training.driver import LeagueDriver, _count
+from league.training.driver import LeagueDriver, count_metric
 from league.training.env_runner import LeagueEnvRunner
 
 
@@ -169,7 +169,7 @@ def test_restarted_env_runner_gets_active_set_back(ray_session, tmp_path):
             result = algo.train()
             report = driver.step(iteration, result)
             recorded += report.matches
-            episodes += _count(result["env_runners"].get("num_episodes"))
+            episodes += count_metric(result["env_runners"].get("num_episodes"))
         assert recorded == episodes > 0
         expected = set(trainable_players(cfg)) | set(driver.active_set)
         assert all(set(m) == expected for m in runner_module_ids(driver))

@@ -127,6 +127,15 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
             num_envs_per_env_runner=cfg.num_envs_per_env_runner,
             env_runner_cls=env_runner_class(cfg),
             episodes_to_numpy=cfg.episodes_to_numpy,
+            custom_resources_per_env_runner=dict(cfg.env_runner_resources),
+        )
+        .fault_tolerance(
+            # RLlib's default, stated because the league relies on it: a runner whose
+            # node dies is restarted by Ray wherever its resources are; LeagueDriver.push
+            # gives it the active set again and its lost, unfinished episodes never
+            # reach the league.
+            restart_failed_env_runners=True,
+            env_runner_health_probe_timeout_s=cfg.env_runner_probe_timeout_s,
         )
         .multi_agent(
             policies=set(players) | set(extra),
@@ -156,7 +165,14 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
             # Policies without a value head have no value loss; the shared one has its own.
             use_critic=not cfg.shared_vf,
         )
-        .learners(learner_config_dict={CURIOSITY_COEFF_KEY: cfg.curiosity_coeff})
+        .learners(
+            num_learners=cfg.num_learners,
+            num_cpus_per_learner=(
+                "auto" if cfg.num_cpus_per_learner is None else cfg.num_cpus_per_learner
+            ),
+            num_gpus_per_learner=cfg.num_gpus_per_learner,
+            learner_config_dict={CURIOSITY_COEFF_KEY: cfg.curiosity_coeff},
+        )
         .debugging(seed=cfg.seed)
     )
     if extra:

@@ -6,6 +6,11 @@ a local `league train` (league.training.loop.train) in a thread, so that status 
 pause/resume and stop are served while it trains. Other processes reach it by
 name (`league status`, `standings`, `snapshots`, `pause`, `resume`, `stop`).
 
+If the actor dies (its process killed, its node lost), Ray restarts it (up to
+`COORDINATOR_MAX_RESTARTS` times, on any node with room): the new instance resumes
+the run from its last checkpoint exactly as `league train --resume` does, rolling
+the league store back to the checkpoint's sequence number, and keeps training.
+
 League metrics are exported through `ray.util.metrics` (Prometheus) from the
 actor, so the Ray dashboard and any Prometheus scraping Ray's metrics port show
 them.
@@ -13,6 +18,7 @@ them.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import traceback
@@ -24,6 +30,8 @@ import ray
 COORDINATOR_NAME = "league-coordinator"
 NAMESPACE = "league"
 LOG_LINES_KEPT = 2000
+COORDINATOR_MAX_RESTARTS = 5
+"""Ray restarts a dead coordinator this many times; a crash loop then ends."""
 
 
 class CoordinatorNotFound(RuntimeError):
@@ -52,6 +60,13 @@ class LeagueCoordinator:
         self.summary: dict[str, Any] | None = None
         self.started_at = time.time()
         self._thread: threading.Thread | None = None
+        # Ray re-runs __init__ with the original arguments when it restarts the actor;
+        # nobody calls start() then, and the run dir already holds this run: resume it.
+        self.restarted = ray.get_runtime_context().was_current_actor_reconstructed
+        if self.restarted:
+            self.resume_run = True
+            self._log("coordinator restarted by Ray: resuming from the last checkpoint")
+            self.start()
 
     def _log(self, line: str) -> None:
         with self._lock:
@@ -105,6 +120,8 @@ class LeagueCoordinator:
             "error": self.error,
             "summary": self.summary,
             "uptime_s": time.time() - self.started_at,
+            "pid": os.getpid(),
+            "restarted": self.restarted,
         }
 
     def standings(self) -> list[tuple[str, float, float]]:
@@ -163,7 +180,10 @@ def start_coordinator(cfg_dict: dict[str, Any], resume: bool, address: str | Non
     else:
         raise RuntimeError(f"a {COORDINATOR_NAME!r} is already running; `league stop` it first")
     actor = LeagueCoordinator.options(
-        name=COORDINATOR_NAME, namespace=NAMESPACE, lifetime="detached"
+        name=COORDINATOR_NAME,
+        namespace=NAMESPACE,
+        lifetime="detached",
+        max_restarts=COORDINATOR_MAX_RESTARTS,
     ).remote(cfg_dict, resume)
     ray.get(actor.start.remote())
     return actor

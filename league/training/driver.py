@@ -60,7 +60,7 @@ class LeagueStepReport:
     records: list[MatchRecord] = field(default_factory=list, repr=False)
 
 
-def _count(value: Any) -> int:
+def count_metric(value: Any) -> int:
     """A metric as a count: RLlib reports NaN for modules with no samples (e.g. after
     an env runner restart)."""
     try:
@@ -205,7 +205,7 @@ class LeagueDriver:
         records = self.drain(iteration)
         used = self.league.record(records)
         sampled = result.get("env_runners", {}).get("num_module_steps_sampled", {}) or {}
-        self.league.add_steps({p: _count(sampled.get(p)) for p in self.players})
+        self.league.add_steps({p: count_metric(sampled.get(p)) for p in self.players})
 
         decision = self.league.decide(self.rng)
         # Learner weights cross the wire only when a snapshot or a reset needs them.

@@ -25,14 +25,14 @@ import numpy as np
 import ray
 
 from envs.opponents import make_opponent, reference_opponents
-from league.config import TrainConfig
+from league.config import ConfigError, TrainConfig
 from league.core.outcomes import SeatRecord
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, write_json_atomic
 from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save_snapshot
 from league.store import LeagueStore, open_store
 from league.tools.evaluation import evaluate
 from league.training.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
-from league.training.driver import LeagueDriver
+from league.training.driver import LeagueDriver, count_metric
 from league.training.sinks import (
     ProgressFile,
     TensorBoardSink,
@@ -162,6 +162,15 @@ def start_ray(cfg: TrainConfig, log: Callable[[str], None]) -> None:
     context = ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=cfg.dashboard)
     if cfg.dashboard and context.dashboard_url:
         log(f"Ray dashboard: http://{context.dashboard_url}")
+    # A local instance never grows a GPU: fail now rather than wait forever for a
+    # learner actor that cannot be placed. (A cluster may autoscale one in.)
+    gpus = float(ray.cluster_resources().get("GPU", 0))
+    if cfg.num_gpus_per_learner > gpus:
+        ray.shutdown()
+        raise ConfigError(
+            f"num_gpus_per_learner {cfg.num_gpus_per_learner:g} but this machine's Ray "
+            f"instance has {gpus:g} GPUs"
+        )
 
 
 def learner_stats(result: dict[str, Any], modules: list[str]) -> dict[str, dict[str, float]]:
@@ -193,14 +202,15 @@ def run_iteration(
     result = algo.train()
     elapsed = time.perf_counter() - started
     runners = result.get("env_runners", {})
-    sampled = int(runners.get("num_env_steps_sampled", 0))
+    # Counts are NaN in an iteration that sampled nothing (every env runner lost).
+    sampled = count_metric(runners.get("num_env_steps_sampled"))
     returns = runners.get("agent_episode_returns_mean", {}) or {}
     record = IterationRecord(
         iteration=iteration,
         env_steps=env_steps + sampled,
         seconds=elapsed,
         steps_per_s=sampled / elapsed,
-        episodes=int(runners.get("num_episodes", 0)),
+        episodes=count_metric(runners.get("num_episodes")),
         episode_len_mean=runners.get("episode_len_mean"),
         first_seat_return=returns.get(game_seats(cfg.game)[0]),
         learners=learner_stats(result, trainable_players(cfg)),
@@ -286,11 +296,12 @@ def train(
                 if control.stop_requested():
                     log("stop requested: writing a final checkpoint")
                     break
-            iteration += 1
+            # Counted once complete: a Ctrl-C inside an iteration checkpoints the last
+            # finished one, whose number and store seq then match the run's records.
             record, store_seq = run_iteration(
-                algo, cfg, iteration, env_steps, driver, store, store_seq
+                algo, cfg, iteration + 1, env_steps, driver, store, store_seq
             )
-            env_steps = record.env_steps
+            iteration, env_steps = record.iteration, record.env_steps
             log(format_progress(record, MAIN_PLAYER))
             if record.league is not None:
                 log(format_league(record, cfg.league.active_set_size))
