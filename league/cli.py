@@ -396,6 +396,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 COORDINATOR_DOWN_S = 300.0
+FOLLOWER_GRACE_S = 5.0
+"""How long `league stop` leaves a stopped coordinator up for followers to see it."""
 """How long `league train --address` waits for Ray to bring a dead coordinator back."""
 
 
@@ -437,7 +439,8 @@ def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
                 time.sleep(2.0)
                 continue
             if status["state"] in ("stopped", "failed"):
-                seen = print_new_lines()
+                with contextlib.suppress(ray.exceptions.RayActorError):
+                    seen = print_new_lines()  # `league stop` may kill it meanwhile
                 break
     except KeyboardInterrupt:
         print("interrupted: stopping the coordinator (final checkpoint)", flush=True)
@@ -468,6 +471,9 @@ def cmd_service(args: argparse.Namespace) -> int:
         status = ray.get(actor.wait.remote())
         summary = status.get("summary") or {}
         print(f"stopped: {status['state']}; final checkpoint {summary.get('checkpoint')}")
+        # A `league train --address` following the run polls every 2 s: let it see
+        # the final state before the actor (and its name) goes away.
+        time.sleep(FOLLOWER_GRACE_S)
         ray.kill(actor)
     return 0
 
