@@ -11,12 +11,16 @@ All measured in one run, on one local Ray instance with the same CPUs:
       since RLlib's default module cannot read action-mask dict observations;
   (b') like (b) but with this project's PPO hyperparameters, so that the (c)/(b')
       ratio isolates sampling and runner changes;
-  (c) this project's training (`league.training.algorithm.build_ppo_config`), defaults.
+  (c) this project's training (`league.training.algorithm.build_algorithm_config`),
+      defaults, with `--algo ppo` (default), `appo`, or `both` (one line each).
 
 Training throughput = env steps sampled / wall time of `algo.train()` over the
-timed iterations (after one warm-up iteration), learner updates included.
+timed iterations (after one warm-up iteration), learner updates included. APPO's
+runners keep sampling during updates, so its number also holds steps that the
+learner will only train on later (or drop, when its queue is full).
 
-    .venv/bin/python scripts/bench_throughput.py [--env GAME] [--num-env-runners 1] [--iterations 5]
+    .venv/bin/python scripts/bench_throughput.py [--env GAME] [--num-env-runners 1] \
+        [--iterations 5] [--algo ppo|appo|both]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 
 import numpy as np
 import ray
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
@@ -33,7 +38,7 @@ from ray.tune.registry import register_env
 
 from envs.registry import get_game
 from league.config import TrainConfig
-from league.training.algorithm import build_ppo_config
+from league.training.algorithm import build_algorithm_config
 from rlmodules.masked_policy import masked_policy_spec
 
 
@@ -83,7 +88,7 @@ def plain_rllib_config(
     return config
 
 
-def training_steps_per_s(config: PPOConfig, iterations: int) -> tuple[float, float]:
+def training_steps_per_s(config: AlgorithmConfig, iterations: int) -> tuple[float, float]:
     """(env steps/s, mean seconds per iteration) over `iterations` after one warm-up."""
     algo = config.build_algo()
     try:
@@ -106,6 +111,12 @@ def main() -> None:
     parser.add_argument("--raw-seconds", type=float, default=10.0)
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument(
+        "--algo",
+        choices=("ppo", "appo", "both"),
+        default="ppo",
+        help="algorithm of (c), this project's training; both = one (c) line each",
+    )
+    parser.add_argument(
         "--skip-plain",
         action="store_true",
         help="measure only (a) and (c): plain RLlib with one env per runner takes minutes "
@@ -119,37 +130,40 @@ def main() -> None:
 
     raw = raw_pettingzoo_steps_per_s(ours.game, args.raw_seconds)
     print(f"(a)  raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
-    if args.skip_plain:
-        project, project_it = training_steps_per_s(build_ppo_config(ours), args.iterations)
-        print(
-            f"(c)  this project's training:         {project:9,.0f} env steps/s "
-            f"({project_it:.1f} s/iter)\nratio: (c)/(a) = {project / raw:.2f}"
+    plain = plain_h = None
+    if not args.skip_plain:
+        plain, plain_it = training_steps_per_s(
+            plain_rllib_config(ours.game, args.num_env_runners, ours, False), args.iterations
         )
-        ray.shutdown()
-        return
-    plain, plain_it = training_steps_per_s(
-        plain_rllib_config(ours.game, args.num_env_runners, ours, False), args.iterations
-    )
-    print(
-        f"(b)  plain RLlib PPO, defaults:        {plain:9,.0f} env steps/s ({plain_it:.1f} s/iter)"
-    )
-    plain_h, plain_h_it = training_steps_per_s(
-        plain_rllib_config(ours.game, args.num_env_runners, ours, True), args.iterations
-    )
-    print(
-        f"(b') plain RLlib PPO, our PPO hparams: {plain_h:9,.0f} env steps/s "
-        f"({plain_h_it:.1f} s/iter)"
-    )
-    project, project_it = training_steps_per_s(build_ppo_config(ours), args.iterations)
-    print(
-        f"(c)  this project's training:         {project:9,.0f} env steps/s "
-        f"({project_it:.1f} s/iter; {ours.num_env_runners} runners x "
-        f"{ours.num_envs_per_env_runner} envs)"
-    )
-    print(
-        f"ratios: (c)/(b) = {project / plain:.2f}x   (c)/(b') = {project / plain_h:.2f}x   "
-        f"(c)/(a) = {project / raw:.2f}   (b)/(a) = {plain / raw:.2f}"
-    )
+        print(
+            f"(b)  plain RLlib PPO, defaults:        {plain:9,.0f} env steps/s "
+            f"({plain_it:.1f} s/iter)",
+            flush=True,
+        )
+        plain_h, plain_h_it = training_steps_per_s(
+            plain_rllib_config(ours.game, args.num_env_runners, ours, True), args.iterations
+        )
+        print(
+            f"(b') plain RLlib PPO, our PPO hparams: {plain_h:9,.0f} env steps/s "
+            f"({plain_h_it:.1f} s/iter)",
+            flush=True,
+        )
+    for algo in ("ppo", "appo") if args.algo == "both" else (args.algo,):
+        cfg = ours.replace(algo=algo)
+        project, project_it = training_steps_per_s(build_algorithm_config(cfg), args.iterations)
+        print(
+            f"(c)  this project's training, {algo:4s}:   {project:9,.0f} env steps/s "
+            f"({project_it:.1f} s/iter; {cfg.num_env_runners} runners x "
+            f"{cfg.num_envs_per_env_runner} envs)",
+            flush=True,
+        )
+        ratios = f"(c)/(a) = {project / raw:.2f}"
+        if plain is not None and plain_h is not None:
+            ratios = (
+                f"(c)/(b) = {project / plain:.2f}x   (c)/(b') = {project / plain_h:.2f}x   "
+                f"{ratios}   (b)/(a) = {plain / raw:.2f}"
+            )
+        print(f"ratios ({algo}): {ratios}")
     ray.shutdown()
 
 

@@ -186,6 +186,7 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
 APPO_FRAGMENT_STEPS = 50
 """Env steps per env in one APPO sample call (RLlib's default rollout fragment),
 fewer when the train batch is smaller than one fragment per env."""
+APPO_POLL_SECONDS = 0.01
 
 
 def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> APPOConfig:
@@ -208,6 +209,9 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
             clip_param=cfg.clip_param,
             entropy_coeff=cfg.entropy_coeff,
             vf_loss_coeff=cfg.vf_loss_coeff,
+            # RLlib polls the runners without waiting (0 s): the driver then spins a
+            # core that the runners and the learner thread need. Wait up to 10 ms.
+            timeout_s_sampler_manager=APPO_POLL_SECONDS,
         )
         .env_runners(rollout_fragment_length=fragment)
         # IMPALA's default is one remote learner actor; a local one, as PPO's default.
