@@ -48,10 +48,16 @@ class LeaguePPOLearner(PPOTorchLearner):
 
 
 class LeagueAPPOLearner(APPOTorchLearner):
-    """APPO's learner runs its updates in a background thread that keeps going while
-    the driver reads weights (snapshots, resets, checkpoints). A gradient step and a
-    state read therefore take one lock, and a read returns a copy: RLlib's numpy
-    state of CPU tensors shares their memory, so a later step would change it."""
+    """APPO's learner updates in a background thread that keeps going while the driver
+    reads weights (snapshots, checkpoints) and writes them (league resets). A write
+    in the middle of an update breaks its backward pass (autograd sees a parameter
+    changed in place) and the thread dies, which leaves RLlib waiting forever.
+
+    So one lock spans each whole update (from `before_gradient_based_update` to
+    `after_gradient_based_update`, forward and backward included) and every state
+    read or write; a read returns a copy, since RLlib's numpy state of CPU tensors
+    shares their memory and a later step would change it.
+    """
 
     @override(APPOTorchLearner)
     def build(self) -> None:
@@ -60,9 +66,16 @@ class LeagueAPPOLearner(APPOTorchLearner):
         insert_drop_untrained_modules(self)
 
     @override(APPOTorchLearner)
-    def apply_gradients(self, gradients_dict: Any) -> None:
-        with self._league_weights_lock:
-            super().apply_gradients(gradients_dict)
+    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        self._league_weights_lock.acquire()
+        super().before_gradient_based_update(timesteps=timesteps)
+
+    @override(APPOTorchLearner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        try:
+            super().after_gradient_based_update(timesteps=timesteps)
+        finally:
+            self._league_weights_lock.release()
 
     @override(APPOTorchLearner)
     def get_state(
@@ -75,3 +88,8 @@ class LeagueAPPOLearner(APPOTorchLearner):
         with self._league_weights_lock:
             state = super().get_state(components, not_components=not_components, **kwargs)
             return copy.deepcopy(state)
+
+    @override(APPOTorchLearner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        with self._league_weights_lock:
+            super().set_state(state)

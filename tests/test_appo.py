@@ -213,3 +213,23 @@ def test_bad_combinations_are_refused_with_one_line(tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "shared_vf" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_weights_written_between_iterations_never_break_an_update(ray_session):
+    """League resets write learner weights while APPO's learner thread may be in the
+    middle of an update (it goes on training from its buffer after `train()`
+    returns). Unguarded, autograd fails on the changed parameter and the thread
+    dies, after which the next `train()` waits forever."""
+    cfg = TrainConfig.from_dict({**TINY, "mode": "selfplay", "num_env_runners": 0})
+    algo = build_algorithm_config(cfg).build_algo()
+    try:
+        initial = algo.learner_group.get_weights(module_ids=[MAIN_PLAYER])
+        thread = algo.learner_group._learner._learner_thread  # RLlib's, read only
+        for _ in range(12):
+            algo.train()
+            for _ in range(20):
+                algo.learner_group.set_weights(initial)
+            thread.join(timeout=0.3)  # returns at once if it died
+            assert thread.is_alive()
+    finally:
+        algo.stop()
