@@ -225,6 +225,6 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
     if cfg.world_model:
         config.learners(learner_class=LearnerOnlyAPPOLearner)
     else:
-        # Also for selfplay: its learner thread's weight reads must not tear.
+        # Also for selfplay: it guards weight reads and writes against its learner thread.
         config.learners(learner_class=LeagueAPPOLearner)
     return config
