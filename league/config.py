@@ -40,6 +40,7 @@ class ConfigError(ValueError):
 
 
 MODES = ("league", "selfplay")
+ALGOS = ("ppo", "appo")
 
 
 @dataclass
@@ -153,7 +154,16 @@ class TrainConfig:
         ),
     )
     seed: int = field(default=0, metadata=_help("Seed for RLlib, evaluation and matchmaking."))
-    # PPO
+    algo: str = field(
+        default="ppo",
+        metadata=_help(
+            "ppo (synchronous: runners wait for each update) or appo (asynchronous: runners "
+            "keep sampling while the learner updates, V-trace corrects for the lag; "
+            "ignores minibatch_size, num_epochs and lambda_).",
+            choices=ALGOS,
+        ),
+    )
+    # PPO (APPO uses lr, gamma, clip_param, entropy_coeff, vf_loss_coeff, train_batch_size)
     train_batch_size: int = field(default=4000, metadata=_help("Env steps per training iteration."))
     minibatch_size: int = field(default=500, metadata=_help("PPO SGD minibatch size."))
     num_epochs: int = field(default=6, metadata=_help("PPO epochs over each train batch."))
@@ -280,7 +290,11 @@ class TrainConfig:
             raise ConfigError(f"stop_timesteps must be >= 1, got {self.stop_timesteps}")
         if self.stop_minutes is not None and self.stop_minutes <= 0:
             raise ConfigError(f"stop_minutes must be > 0, got {self.stop_minutes}")
-        if self.minibatch_size > self.train_batch_size:
+        if self.algo == "appo" and self.shared_vf:
+            raise ConfigError(
+                "shared_vf needs algo ppo: APPO's V-trace uses each policy's own value head"
+            )
+        if self.algo == "ppo" and self.minibatch_size > self.train_batch_size:
             raise ConfigError("minibatch_size must not exceed train_batch_size")
         if not self.hidden_sizes or any(h < 1 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")

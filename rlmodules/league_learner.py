@@ -1,18 +1,25 @@
-"""PPO learner for a league: frozen opponents' experience never reaches the loss.
+"""PPO and APPO learners for a league: frozen opponents' experience never reaches the loss.
 
 Episodes sampled against frozen snapshots carry the snapshots' module ids. The
 snapshots live on env runners only, so the learner's MultiRLModule lacks them and
-PPO's advantage estimation would fail on their ids. A connector piece right after
-`AgentToModuleMapping` drops every module id the learner does not train.
+PPO's advantage estimation (or APPO's V-trace loss) would fail on their ids. A
+connector piece right after `AgentToModuleMapping` drops every module id the
+learner does not train. Both algorithms build their learner connector pipeline
+from the same default pieces, so the piece goes to the same place in each.
 """
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections.abc import Collection
 from typing import Any
 
+from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.connectors.common.agent_to_module_mapping import AgentToModuleMapping
 from ray.rllib.connectors.connector_v2 import ConnectorV2
+from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 
 
@@ -27,9 +34,62 @@ class DropUntrainedModules(ConnectorV2):
         return batch
 
 
+def insert_drop_untrained_modules(learner: Learner) -> None:
+    """Put `DropUntrainedModules` into a built learner's connector pipeline."""
+    if learner._learner_connector is not None:
+        learner._learner_connector.insert_after(AgentToModuleMapping, DropUntrainedModules())
+
+
 class LeaguePPOLearner(PPOTorchLearner):
     @override(PPOTorchLearner)
     def build(self) -> None:
         super().build()
-        if self._learner_connector is not None:
-            self._learner_connector.insert_after(AgentToModuleMapping, DropUntrainedModules())
+        insert_drop_untrained_modules(self)
+
+
+class LeagueAPPOLearner(APPOTorchLearner):
+    """APPO's learner updates in a background thread that keeps going while the driver
+    reads weights (snapshots, checkpoints) and writes them (league resets). A write
+    in the middle of an update breaks its backward pass (autograd sees a parameter
+    changed in place) and the thread dies, which leaves RLlib waiting forever.
+
+    So one lock spans each whole update (from `before_gradient_based_update` to
+    `after_gradient_based_update`, forward and backward included) and every state
+    read or write; a read returns a copy, since RLlib's numpy state of CPU tensors
+    shares their memory and a later step would change it.
+    """
+
+    @override(APPOTorchLearner)
+    def build(self) -> None:
+        self._league_weights_lock = threading.RLock()
+        super().build()
+        insert_drop_untrained_modules(self)
+
+    @override(APPOTorchLearner)
+    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        self._league_weights_lock.acquire()
+        super().before_gradient_based_update(timesteps=timesteps)
+
+    @override(APPOTorchLearner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        try:
+            super().after_gradient_based_update(timesteps=timesteps)
+        finally:
+            self._league_weights_lock.release()
+
+    @override(APPOTorchLearner)
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        with self._league_weights_lock:
+            state = super().get_state(components, not_components=not_components, **kwargs)
+            return copy.deepcopy(state)
+
+    @override(APPOTorchLearner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        with self._league_weights_lock:
+            super().set_state(state)

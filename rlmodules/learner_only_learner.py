@@ -1,8 +1,9 @@
-"""PPO learner that also trains the learner-only shared value function and world model.
+"""PPO and APPO learners that also train the learner-only shared value function and world model.
 
-What changes against `rlmodules.league_learner.LeaguePPOLearner` (whose frozen
-opponent filtering it keeps), only for the learner-only modules present in the
-learner's MultiRLModule (`shared_vf`, `world_model`):
+What changes against `rlmodules.league_learner.LeaguePPOLearner` /
+`LeagueAPPOLearner` (whose frozen opponent filtering they keep), only for the
+learner-only modules present in the learner's MultiRLModule (`shared_vf`,
+`world_model`):
 
 Learner connector pipeline (runs once per train batch, before minibatching):
 
@@ -12,11 +13,16 @@ Learner connector pipeline (runs once per train batch, before minibatching):
     [AddGlobalObservations]                         centralized critic: all seats' planes
     ... AgentToModuleMapping, DropUntrainedModules, BatchIndividualItems, NumpyToTensor
     [CuriosityReward]                               world model + curiosity_coeff > 0
-    SharedValueGAE  (replaces GeneralAdvantageEstimation when shared_vf is present)
+    SharedValueGAE  (PPO: replaces GeneralAdvantageEstimation when shared_vf is present)
 
-Losses (per minibatch): the policies' PPO losses as usual (with `use_critic=False`
-when the shared value function is on, since the policies then carry no value
-head), plus the shared value function's clipped value loss and the world model's
+APPO has no advantage step in the pipeline: its V-trace runs inside the loss on
+each policy's own value head, so the shared value function has no way in and
+APPO refuses it (league.training.algorithm); the world model and curiosity work
+the same for both (curiosity changes REWARDS before PPO's GAE or APPO's loss).
+
+Losses (per minibatch): the policies' PPO (or APPO) losses as usual (PPO with
+`use_critic=False` when the shared value function is on, since the policies then
+carry no value head), plus the shared value function's clipped value loss and the world model's
 self-supervised loss, computed on the concatenation of all trainable players'
 rows of the SAME minibatch. Doing it from the policies' minibatches instead of
 giving the learner-only modules batch entries of their own keeps PPO's epoch
@@ -25,8 +31,8 @@ count: RLlib's minibatch iterator cycles every module's batch until each has see
 Each learner-only module has its own optimizer (RLlib registers one per module);
 their losses and metrics are logged under their module ids.
 
-Weight syncs to env runners ask for `inference_only=True` state; this learner
-leaves learner-only modules out of it (they also declare all their parameters
+Weight syncs to env runners ask for `inference_only=True` state; these learners
+leave learner-only modules out of it (they also declare all their parameters
 non-inference, so even a plain learner would send them empty).
 """
 
@@ -54,7 +60,7 @@ from ray.rllib.connectors.learner.add_next_observations_from_episodes_to_train_b
 )
 from ray.rllib.core import COMPONENT_RL_MODULE
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.learner.learner import VF_LOSS_KEY
+from ray.rllib.core.learner.learner import VF_LOSS_KEY, Learner
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.numpy import convert_to_numpy
@@ -62,7 +68,7 @@ from ray.rllib.utils.postprocessing.value_predictions import compute_value_targe
 from ray.rllib.utils.postprocessing.zero_padding import unpad_data_if_necessary
 from ray.rllib.utils.torch_utils import explained_variance
 
-from rlmodules.league_learner import LeaguePPOLearner
+from rlmodules.league_learner import LeagueAPPOLearner, LeaguePPOLearner
 from rlmodules.masked_policy import OBS_KEY
 from rlmodules.shared_value import GLOBAL_OBS, PLAYER_INDEX, SHARED_VF_ID
 from rlmodules.world_model import EXTRINSIC_REWARDS, NEXT_OBS_ERROR, WORLD_MODEL_ID
@@ -235,41 +241,23 @@ class SharedValueGAE(ConnectorV2):
         return batch
 
 
-class LearnerOnlyPPOLearner(LeaguePPOLearner):
-    """LeaguePPOLearner plus the learner-only `shared_vf` and `world_model` modules."""
+def add_world_model_connectors(learner: Learner) -> None:
+    """World model pieces of a built learner's pipeline: NEXT_OBS, and curiosity
+    right after NumpyToTensor (it works on tensors; in PPO that is right before GAE)."""
+    connector = learner._learner_connector
+    connector.insert_after(
+        AddObservationsFromEpisodesToBatch, AddNextObservationsFromEpisodesToTrainBatch()
+    )
+    coeff = float(learner.config.learner_config_dict.get(CURIOSITY_COEFF_KEY, 0.0))
+    if coeff > 0:
+        connector.insert_after(NumpyToTensor, CuriosityReward(coeff=coeff))
 
-    @override(LeaguePPOLearner)
-    def build(self) -> None:
-        super().build()
-        connector = self._learner_connector
-        if connector is None or not self.config.add_default_connectors_to_learner_pipeline:
-            return
-        gae_class: type = GeneralAdvantageEstimation
-        if SHARED_VF_ID in self.module:
-            shared_vf = self.module[SHARED_VF_ID].unwrapped()
-            connector.insert_after(
-                GeneralAdvantageEstimation,
-                SharedValueGAE(gamma=self.config.gamma, lambda_=self.config.lambda_),
-            )
-            connector.remove(GeneralAdvantageEstimation)
-            gae_class = SharedValueGAE
-            if shared_vf.centralized:
-                connector.insert_after(
-                    AddObservationsFromEpisodesToBatch,
-                    AddGlobalObservations(seats=shared_vf.seats),
-                )
-        if WORLD_MODEL_ID in self.module:
-            connector.insert_after(
-                AddObservationsFromEpisodesToBatch, AddNextObservationsFromEpisodesToTrainBatch()
-            )
-            coeff = float(self.config.learner_config_dict.get(CURIOSITY_COEFF_KEY, 0.0))
-            if coeff > 0:
-                connector.insert_before(gae_class, CuriosityReward(coeff=coeff))
-        # CuriosityReward and SharedValueGAE work on tensors: NumpyToTensor must come
-        # first. RLlib puts it right before GAE; fail loudly if that ever changes.
-        names = [type(c).__name__ for c in connector.connectors]
-        if names.index(NumpyToTensor.__name__) > names.index(gae_class.__name__):
-            raise RuntimeError(f"unexpected learner connector order: {names}")
+
+class LearnerOnlyModules:
+    """Losses and state of the learner-only modules, for a PPO or APPO league learner.
+
+    Mixed in before the algorithm's learner class, so `super()` is that learner.
+    """
 
     @property
     def learner_only_ids(self) -> set[str]:
@@ -278,7 +266,7 @@ class LearnerOnlyPPOLearner(LeaguePPOLearner):
         flagged = {mid for mid, s in getattr(spec, "rl_module_specs", {}).items() if s.learner_only}
         return (flagged | set(LEARNER_ONLY_IDS)) & set(self.module.keys())
 
-    @override(LeaguePPOLearner)
+    @override(Learner)
     def compute_losses(self, *, fwd_out: dict[str, Any], batch: dict[str, Any]) -> dict[str, Any]:
         losses = super().compute_losses(fwd_out=fwd_out, batch=batch)
         players = [mid for mid in fwd_out if mid not in LEARNER_ONLY_IDS]
@@ -371,7 +359,7 @@ class LearnerOnlyPPOLearner(LeaguePPOLearner):
             fwd_out=fwd_out,
         )
 
-    @override(LeaguePPOLearner)
+    @override(Learner)
     def get_state(
         self,
         components: str | Collection[str] | None = None,
@@ -386,3 +374,50 @@ class LearnerOnlyPPOLearner(LeaguePPOLearner):
             for module_id in self.learner_only_ids:
                 state[COMPONENT_RL_MODULE].pop(module_id, None)
         return state
+
+
+class LearnerOnlyPPOLearner(LearnerOnlyModules, LeaguePPOLearner):
+    """LeaguePPOLearner plus the learner-only `shared_vf` and `world_model` modules."""
+
+    @override(LeaguePPOLearner)
+    def build(self) -> None:
+        super().build()
+        connector = self._learner_connector
+        if connector is None or not self.config.add_default_connectors_to_learner_pipeline:
+            return
+        if SHARED_VF_ID in self.module:
+            shared_vf = self.module[SHARED_VF_ID].unwrapped()
+            connector.insert_after(
+                GeneralAdvantageEstimation,
+                SharedValueGAE(gamma=self.config.gamma, lambda_=self.config.lambda_),
+            )
+            connector.remove(GeneralAdvantageEstimation)
+            if shared_vf.centralized:
+                connector.insert_after(
+                    AddObservationsFromEpisodesToBatch,
+                    AddGlobalObservations(seats=shared_vf.seats),
+                )
+        if WORLD_MODEL_ID in self.module:
+            add_world_model_connectors(self)
+        # CuriosityReward and SharedValueGAE work on tensors: NumpyToTensor must come
+        # first. RLlib puts it right before GAE; fail loudly if that ever changes.
+        names = [type(c).__name__ for c in connector.connectors]
+        gae = SharedValueGAE if SHARED_VF_ID in self.module else GeneralAdvantageEstimation
+        if names.index(NumpyToTensor.__name__) > names.index(gae.__name__):
+            raise RuntimeError(f"unexpected learner connector order: {names}")
+
+
+class LearnerOnlyAPPOLearner(LearnerOnlyModules, LeagueAPPOLearner):
+    """LeagueAPPOLearner plus the learner-only `world_model` (no `shared_vf`: V-trace
+    takes each policy's own values inside the loss)."""
+
+    @override(LeagueAPPOLearner)
+    def build(self) -> None:
+        super().build()
+        if SHARED_VF_ID in self.module:
+            raise ValueError("APPO cannot train the shared value function (shared_vf)")
+        connector = self._learner_connector
+        if connector is None or not self.config.add_default_connectors_to_learner_pipeline:
+            return
+        if WORLD_MODEL_ID in self.module:
+            add_world_model_connectors(self)

@@ -12,6 +12,12 @@ and carry the policy only, and weight syncs to them strip the value net. With
 `model_config["value_head"] = False` the module has no value network at all: the
 values then come from the learner-only shared value function
 (rlmodules.shared_value), so a per-policy head would be dead weight.
+
+For APPO the module also implements `TargetNetworkAPI`: APPO's learner calls
+`make_target_networks` after building it and keeps a slowly updated copy of the
+policy network (`target_policy_net`) for its clipped importance ratios. The copy
+exists on learners only (a non-inference attribute, never synced to runners) and
+PPO never creates it.
 """
 
 from __future__ import annotations
@@ -22,7 +28,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
+from ray.rllib.core.learner.utils import make_target_network
+from ray.rllib.core.rl_module.apis import (
+    TARGET_NETWORK_ACTION_DIST_INPUTS,
+    InferenceOnlyAPI,
+    TargetNetworkAPI,
+    ValueFunctionAPI,
+)
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
@@ -30,6 +42,7 @@ from envs.spaces import MASK_KEY, OBS_KEY
 from rlmodules.networks import build_policy_network, default_model_config, mask_logits
 
 DEFAULT_MODEL_CONFIG: dict[str, Any] = default_model_config()
+TARGET_POLICY_NET = "target_policy_net"
 
 
 def masked_obs_shape(observation_space: gym.Space) -> tuple[int, int]:
@@ -47,7 +60,7 @@ def masked_obs_shape(observation_space: gym.Space) -> tuple[int, int]:
     return obs_size, n_actions
 
 
-class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
+class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI, TargetNetworkAPI):
     """Policy and value networks over the observation, with action masking.
 
     `model_config` keys: `hidden_sizes` (list of ints), `activation` (relu, tanh,
@@ -71,11 +84,24 @@ class MaskedActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI)
             self.value_net = build_policy_network(obs_shape, 1, config)
 
     def get_non_inference_attributes(self) -> list[str]:
-        return ["value_net"] if self.has_value_head else []
+        return (["value_net"] if self.has_value_head else []) + [TARGET_POLICY_NET]
 
     def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         logits = self.policy_net(batch[Columns.OBS][OBS_KEY])
         return {Columns.ACTION_DIST_INPUTS: mask_logits(logits, batch[Columns.OBS][MASK_KEY])}
+
+    # TargetNetworkAPI (APPO's learner only)
+    def make_target_networks(self) -> None:
+        self.target_policy_net = make_target_network(self.policy_net)
+
+    def get_target_network_pairs(self) -> list[tuple[torch.nn.Module, torch.nn.Module]]:
+        return [(self.policy_net, self.target_policy_net)]
+
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
+        logits = self.target_policy_net(batch[Columns.OBS][OBS_KEY])
+        return {
+            TARGET_NETWORK_ACTION_DIST_INPUTS: mask_logits(logits, batch[Columns.OBS][MASK_KEY])
+        }
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         if not self.has_value_head:

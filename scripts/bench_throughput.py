@@ -23,8 +23,9 @@ iteration comes from RLlib's timers (`learner_update_timer`).
     .venv/bin/python scripts/bench_throughput.py [--env GAME] [--iterations 5] [--env-runner auto]
 
 `--num-learners 0 1` measures (c) once per value (0: the learner in the driver
-process; 1: a learner actor asking for `--num-cpus-per-learner` CPUs) and prints
-the ratio of the last to the first; (d) and (e) use the first value.
+process; 1: a learner actor asking for `--num-cpus-per-learner` CPUs), and
+`--algo both` once with PPO and once with APPO; each extra (c) line gives its
+ratio to the first (c). (d) and (e) use the first values.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ray.tune.registry import register_env
 
 from envs.registry import get_game
 from league.config import TrainConfig
-from league.training.algorithm import build_ppo_config
+from league.training.algorithm import build_algorithm_config
 from league.training.driver import LeagueDriver
 from rlmodules.masked_policy import masked_policy_spec
 
@@ -169,7 +170,7 @@ def league_training(cfg: TrainConfig, iterations: int) -> Timing:
         },
     )
     league_cfg = TrainConfig.from_dict(league_cfg.to_dict())
-    algo = build_ppo_config(league_cfg).build_algo()
+    algo = build_algorithm_config(league_cfg).build_algo()
     try:
         with tempfile.TemporaryDirectory() as run_dir:
             driver = LeagueDriver(algo, league_cfg, Path(run_dir), seed=0)
@@ -201,6 +202,12 @@ def main() -> None:
         "short episodes (poker)",
     )
     parser.add_argument(
+        "--algo",
+        default="ppo",
+        choices=("ppo", "appo", "both"),
+        help="this project's algorithm; both = one (c) line each (PPO first)",
+    )
+    parser.add_argument(
         "--num-learners",
         type=int,
         nargs="+",
@@ -223,6 +230,7 @@ def main() -> None:
             "num_env_runners": args.num_env_runners,
             "env_runner": args.env_runner,
             "num_learners": args.num_learners[0],
+            "algo": "ppo" if args.algo == "both" else args.algo,
             "num_cpus_per_learner": args.num_cpus_per_learner,
         }
     )
@@ -241,22 +249,24 @@ def main() -> None:
         finally:
             algo.stop()
         print(f"(b) plain RLlib PPO, tuned:           {plain}", flush=True)
-    algo = build_ppo_config(ours.replace(mode="selfplay")).build_algo()
+    algo = build_algorithm_config(ours.replace(mode="selfplay")).build_algo()
     try:
         selfplay = time_training(algo, args.iterations)
         print(f"(c) this project, self-play:          {selfplay}", flush=True)
         sampling = sampling_only(algo, args.iterations)
     finally:
         algo.stop()
-    for learners in args.num_learners[1:]:
-        algo = build_ppo_config(ours.replace(mode="selfplay", num_learners=learners)).build_algo()
+    variants = [{"num_learners": n} for n in args.num_learners[1:]]
+    variants += [{"algo": "appo"}] if args.algo == "both" else []
+    for changes in variants:
+        algo = build_algorithm_config(ours.replace(mode="selfplay", **changes)).build_algo()
         try:
             other = time_training(algo, args.iterations)
         finally:
             algo.stop()
+        label = ", ".join(f"{k} {v}" for k, v in changes.items())
         print(
-            f"(c) with num_learners {learners}:          {other}  "
-            f"({other.rate / selfplay.rate:.2f}x num_learners {args.num_learners[0]})",
+            f"(c) with {label}: {other}  ({other.rate / selfplay.rate:.2f}x the first (c))",
             flush=True,
         )
     league = league_training(ours, args.iterations)

@@ -57,10 +57,20 @@ def store_url(request, tmp_path):
 
 
 def test_sigkill_then_resume_rolls_back_to_the_checkpoint(store_url, tmp_path):
+    kill_then_resume(store_url, tmp_path)
+
+
+def test_sigkill_then_resume_with_appo(tmp_path):
+    """The same with asynchronous sampling: the store still follows the checkpoint."""
+    kill_then_resume(None, tmp_path, "--algo", "appo")
+
+
+def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY)
     run_dir = tmp_path / "run"
     base = ["train", "--run-dir", str(run_dir), "--config", str(config), "--num-cpus", "2"]
+    base += list(flags)
     if store_url:
         base += ["--store", store_url]
     env = {**os.environ, "RAY_ADDRESS": ""}

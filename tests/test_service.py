@@ -230,3 +230,23 @@ def test_job_submission_runs_and_stops(head, tmp_path):
         wait_for(lambda: "was stopped" in job_status().lower(), timeout=90)
     except TimeoutError:
         pytest.fail(f"job did not stop: {job_status()}\n{job_logs()}")
+
+
+def test_coordinator_runs_appo_the_same_way(head, tmp_path):
+    """The service does not care which algorithm trains: APPO starts, reports, stops
+    with a final checkpoint."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(TINY_CONFIG)
+    run_dir = tmp_path / "appo"
+    started = head.league(
+        "train", "--address", head.address, "--detach", "--run-dir", str(run_dir),
+        "--config", str(config), "--stop-minutes", "10", "--algo", "appo",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    running = wait_for(lambda: (s := status(head)) and int(s["iteration"]) >= 3 and s)
+    assert running["state"] == "running" and running["algo"] == "appo"
+    assert int(running["league_size"]) >= 1
+    stopped = head.league("stop", "--address", head.address)
+    assert stopped.returncode == 0, stopped.stderr
+    latest = json.loads((run_dir / "checkpoints" / "latest.json").read_text())
+    assert latest["iteration"] >= 3 and latest["checkpoint"] in stopped.stdout

@@ -1,16 +1,24 @@
-"""Builds the RLlib PPO algorithm that trains the league's players.
+"""Builds the RLlib algorithm (PPO or APPO, `TrainConfig.algo`) that trains the league's players.
 
 New API stack throughout: a MultiRLModuleSpec of masked actor-critic modules for
 the trainable players only, env runners that build them inference-only, and
 PettingZoo games from the registry. In league mode the learner drops frozen
 opponents' experience, a callback records every finished episode as a match, and
 the seat mapping follows the coordinator's matchmaking plan (see league.training.driver).
+
+PPO (`build_ppo_config`) samples a train batch, then updates while the runners
+wait. APPO (`build_appo_config`, IMPALA's architecture with PPO's clipped loss)
+keeps the runners sampling while the learner updates from a queue of earlier
+batches, correcting for the stale policy with V-trace. Everything else (modules,
+league, matches, checkpoints) is the same for both: `build_algorithm_config` picks.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 
@@ -21,8 +29,12 @@ from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
-from rlmodules.league_learner import LeaguePPOLearner
-from rlmodules.learner_only_learner import CURIOSITY_COEFF_KEY, LearnerOnlyPPOLearner
+from rlmodules.league_learner import LeagueAPPOLearner, LeaguePPOLearner
+from rlmodules.learner_only_learner import (
+    CURIOSITY_COEFF_KEY,
+    LearnerOnlyAPPOLearner,
+    LearnerOnlyPPOLearner,
+)
 from rlmodules.masked_policy import masked_policy_spec
 from rlmodules.shared_value import SHARED_VF_ID, shared_value_spec
 from rlmodules.world_model import WORLD_MODEL_ID, world_model_spec
@@ -99,8 +111,20 @@ def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
     return specs
 
 
-def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
-    """The PPOConfig of a run; learner-only modules join learners only (see rlmodules)."""
+def build_algorithm_config(
+    cfg: TrainConfig, plan: MatchmakingPlan | None = None
+) -> AlgorithmConfig:
+    """The algorithm config of a run: PPO or APPO as `cfg.algo` says."""
+    if cfg.algo == "appo":
+        return build_appo_config(cfg, plan)
+    return build_ppo_config(cfg, plan)
+
+
+def league_settings(
+    config: AlgorithmConfig, cfg: TrainConfig, plan: MatchmakingPlan | None
+) -> AlgorithmConfig:
+    """What PPO and APPO share: the game, the env runners, the modules (trainable
+    players plus learner-only ones), the seat mapping and match recording."""
     check_learner_only_switches(cfg)
     players = trainable_players(cfg)
     extra = learner_only_specs(cfg, players)
@@ -112,8 +136,7 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
     else:
         mapping = self_play_mapping
     config = (
-        PPOConfig()
-        .environment(
+        config.environment(
             rllib_env_class(cfg.game),
             env_config={
                 "game": cfg.game,
@@ -152,19 +175,6 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
                 }
             )
         )
-        .training(
-            train_batch_size_per_learner=cfg.train_batch_size,
-            minibatch_size=cfg.minibatch_size,
-            num_epochs=cfg.num_epochs,
-            lr=cfg.lr,
-            gamma=cfg.gamma,
-            lambda_=cfg.lambda_,
-            clip_param=cfg.clip_param,
-            entropy_coeff=cfg.entropy_coeff,
-            vf_loss_coeff=cfg.vf_loss_coeff,
-            # Policies without a value head have no value loss; the shared one has its own.
-            use_critic=not cfg.shared_vf,
-        )
         .learners(
             num_learners=cfg.num_learners,
             num_cpus_per_learner=(
@@ -175,11 +185,74 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         )
         .debugging(seed=cfg.seed)
     )
-    if extra:
+    if cfg.mode == "league":
+        config.callbacks(MatchRecorder)
+    return config
+
+
+def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
+    """The PPOConfig of a run; learner-only modules join learners only (see rlmodules)."""
+    config = league_settings(PPOConfig(), cfg, plan).training(
+        train_batch_size_per_learner=cfg.train_batch_size,
+        minibatch_size=cfg.minibatch_size,
+        num_epochs=cfg.num_epochs,
+        lr=cfg.lr,
+        gamma=cfg.gamma,
+        lambda_=cfg.lambda_,
+        clip_param=cfg.clip_param,
+        entropy_coeff=cfg.entropy_coeff,
+        vf_loss_coeff=cfg.vf_loss_coeff,
+        # Policies without a value head have no value loss; the shared one has its own.
+        use_critic=not cfg.shared_vf,
+    )
+    if cfg.shared_vf or cfg.world_model:
         # Subclass of LeaguePPOLearner: also right for selfplay, where nothing is dropped.
         config.learners(learner_class=LearnerOnlyPPOLearner)
     elif cfg.mode == "league":
         config.learners(learner_class=LeaguePPOLearner)
-    if cfg.mode == "league":
-        config.callbacks(MatchRecorder)
+    return config
+
+
+APPO_FRAGMENT_STEPS = 50
+"""Env steps per env in one APPO sample call (RLlib's default rollout fragment),
+fewer when the train batch is smaller than one fragment per env."""
+APPO_POLL_SECONDS = 0.01
+
+
+def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> APPOConfig:
+    """The APPOConfig of a run: asynchronous sampling, V-trace, a clipped surrogate.
+
+    Maps from TrainConfig: lr, gamma, clip_param, entropy_coeff, vf_loss_coeff and
+    train_batch_size (env steps per learner update). `minibatch_size`, `num_epochs`
+    and `lambda_` have no APPO meaning: each update takes one whole train batch,
+    which RLlib's circular buffer may reuse (8 batches, each up to 2 times), and
+    V-trace replaces GAE. One league iteration (`algo.train()`) returns once at
+    least `train_batch_size` env steps were sampled, as with PPO.
+    """
+    fragment = max(1, min(APPO_FRAGMENT_STEPS, cfg.train_batch_size // cfg.num_envs_per_env_runner))
+    config = (
+        league_settings(APPOConfig(), cfg, plan)
+        .training(
+            train_batch_size_per_learner=cfg.train_batch_size,
+            lr=cfg.lr,
+            gamma=cfg.gamma,
+            clip_param=cfg.clip_param,
+            entropy_coeff=cfg.entropy_coeff,
+            vf_loss_coeff=cfg.vf_loss_coeff,
+            # RLlib polls the runners without waiting (0 s): the driver then spins a
+            # core that the runners and the learner thread need. Wait up to 10 ms.
+            timeout_s_sampler_manager=APPO_POLL_SECONDS,
+        )
+        .env_runners(rollout_fragment_length=fragment)
+        # IMPALA's default iteration lasts at least 10 s; ours is one train batch.
+        .reporting(
+            min_time_s_per_iteration=0,
+            min_sample_timesteps_per_iteration=cfg.train_batch_size,
+        )
+    )
+    if cfg.world_model:
+        config.learners(learner_class=LearnerOnlyAPPOLearner)
+    else:
+        # Also for selfplay: it guards weight reads and writes against its learner thread.
+        config.learners(learner_class=LeagueAPPOLearner)
     return config

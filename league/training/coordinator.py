@@ -111,6 +111,7 @@ class LeagueCoordinator:
             "state": "paused" if self.state == "running" and self.control.paused else self.state,
             "env": self.cfg.game,
             "mode": self.cfg.mode,
+            "algo": self.cfg.algo,
             "run_dir": self.cfg.run_dir,
             "iteration": latest.iteration if latest is not None else 0,
             "env_steps": latest.env_steps if latest is not None else 0,

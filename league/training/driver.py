@@ -85,7 +85,7 @@ def role_scores(records: list[MatchRecord], players: Mapping[str, Any]) -> dict[
 
 
 class LeagueDriver:
-    """Runs the league beside an Algorithm built by `league.training.algorithm.build_ppo_config`."""
+    """Runs the league beside an Algorithm built by `league.training.algorithm.build_algorithm_config`."""
 
     def __init__(self, algo: Any, cfg: TrainConfig, run: RunDir | Path, seed: int = 0):
         self.algo = algo

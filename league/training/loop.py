@@ -31,7 +31,12 @@ from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, write
 from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save_snapshot
 from league.store import LeagueStore, open_store
 from league.tools.evaluation import evaluate
-from league.training.algorithm import MAIN_PLAYER, build_ppo_config, game_seats, trainable_players
+from league.training.algorithm import (
+    MAIN_PLAYER,
+    build_algorithm_config,
+    game_seats,
+    trainable_players,
+)
 from league.training.driver import LeagueDriver, count_metric
 from league.training.sinks import (
     ProgressFile,
@@ -89,6 +94,10 @@ def resume_config(run_dir: str, overrides: dict[str, Any]) -> TrainConfig:
     run = RunDir(run_dir)
     run.latest_checkpoint()  # refuse early when there is nothing to resume
     stored = run.load_config()
+    algo = stored.get("algo", TrainConfig.algo)
+    if overrides.get("algo", algo) != algo:
+        # The checkpoint holds one algorithm's learner and optimizer state.
+        raise ConfigError(f"run dir {run_dir!r} was trained with --algo {algo}; it resumes only so")
     stored.update(overrides)
     stored["run_dir"] = run_dir
     return TrainConfig.from_dict(stored, source=str(run.config_file))
@@ -261,7 +270,7 @@ def train(
         )
     start_ray(cfg, log)
     _stop_on_sigterm()
-    algo = build_ppo_config(cfg).build_algo()
+    algo = build_algorithm_config(cfg).build_algo()
     driver = LeagueDriver(algo, cfg, run, seed=cfg.seed) if cfg.mode == "league" else None
     summary = TrainingSummary()
     env_steps = iteration = store_seq = 0
