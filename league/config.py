@@ -250,7 +250,11 @@ class TrainConfig:
     )
     episodes_to_numpy: bool = field(
         default=False,
-        metadata=_help("RLlib's per-step numpy conversion of finished episodes (slow; off)."),
+        metadata=_help(
+            "RLlib's runner (env_runner rllib, simultaneous-move games): its per-step numpy "
+            "conversion of finished episodes (slow; off). The batched runner always "
+            "converts once per game."
+        ),
     )
 
     def __post_init__(self) -> None:

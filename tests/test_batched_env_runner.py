@@ -43,14 +43,16 @@ def _config(game: str = "tictactoe", **overrides):
 
 
 def _agent_data(episode: MultiAgentEpisode) -> dict[str, dict]:
+    """Per agent, everything a learner reads, from a numpy episode."""
+    assert episode.is_numpy
     data = {}
     for agent, sa in episode.agent_episodes.items():
         data[agent] = {
             "module": sa.module_id,
-            "obs": [np.asarray(o["observation"]).tolist() for o in sa.get_observations()],
-            "mask": [np.asarray(o["action_mask"]).tolist() for o in sa.get_observations()],
-            "actions": [int(a) for a in sa.get_actions()],
-            "rewards": [float(r) for r in sa.get_rewards()],
+            "obs": np.asarray(sa.get_observations()["observation"]).tolist(),
+            "mask": np.asarray(sa.get_observations()["action_mask"]).tolist(),
+            "actions": np.asarray(sa.get_actions()).tolist(),
+            "rewards": np.asarray(sa.get_rewards()).tolist(),
             "terminated": sa.is_terminated,
             "truncated": sa.is_truncated,
             # RLlib's runner also stores its weights' sequence number, which no
@@ -67,7 +69,7 @@ def test_same_moves_give_the_same_episodes_as_rllibs_runner(ray_session, game):
     theirs = LeagueEnvRunner(config=config)
     theirs.module.set_state(ours.module.get_state())
     mine = ours.sample(num_episodes=3, explore=False)
-    reference = theirs.sample(num_episodes=1, explore=False)[0]
+    reference = theirs.sample(num_episodes=1, explore=False)[0].to_numpy()
     assert len(mine) >= 3
     # Greedy play from the empty board is deterministic: every game is the same one.
     for episode in mine:
@@ -90,10 +92,10 @@ def test_exploring_episodes_carry_what_ppo_needs(ray_session):
     assert episodes and all(e.is_done for e in episodes)
     for episode in episodes:
         for sa in episode.agent_episodes.values():
-            logits = np.stack(sa.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS))
+            logits = np.asarray(sa.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS))
             logp = np.asarray(sa.get_extra_model_outputs(Columns.ACTION_LOGP))
             actions = np.asarray(sa.get_actions())
-            masks = np.stack([o["action_mask"] for o in sa.get_observations()[:-1]])
+            masks = np.asarray(sa.get_observations()["action_mask"])[:-1]
             assert masks[np.arange(len(actions)), actions].all()  # every move legal
             # The stored log-prob is the sampling distribution's over legal moves.
             legal_logits = np.where(masks > 0, logits, -np.inf)
