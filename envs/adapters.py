@@ -35,6 +35,35 @@ class TurnBasedGameEnv(PettingZooEnv):
             raise ValueError("random_opening_moves must be >= 0")
         self._opening_rng = np.random.default_rng(config.get("seed"))
 
+    def step(self, action):
+        """`PettingZooEnv.step`, reading the game's state from the unwrapped env.
+
+        Same results (tests/test_envs.py plays both side by side): PettingZoo's
+        wrappers keep no state of their own and write to the unwrapped env, but each
+        attribute read through them walks the whole wrapper chain (`__getattr__` per
+        level), which was the largest cost of sampling a board game.
+        """
+        game = self.env.unwrapped
+        self.env.step(action[game.agent_selection])
+        obs_d, rew_d, terminated_d, truncated_d, info_d = {}, {}, {}, {}, {}
+        while game.agents:
+            agent_id = game.agent_selection
+            terminated = game.terminations[agent_id]
+            truncated = game.truncations[agent_id]
+            obs_d[agent_id] = self.env.observe(agent_id)
+            rew_d[agent_id] = game._cumulative_rewards[agent_id]
+            terminated_d[agent_id] = terminated
+            truncated_d[agent_id] = truncated
+            info_d[agent_id] = game.infos[agent_id]
+            if terminated or truncated:
+                self.env.step(None)
+            else:
+                break
+        all_gone = not game.agents
+        terminated_d["__all__"] = all_gone and all(terminated_d.values())
+        truncated_d["__all__"] = all_gone and all(truncated_d.values())
+        return obs_d, rew_d, terminated_d, truncated_d, info_d
+
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         obs, info = super().reset(seed=seed, options=options)
         if seed is not None:

@@ -115,3 +115,39 @@ def test_random_opening_moves_start_from_varied_legal_positions():
     assert pieces_seen == {0, 1, 2} and movers == {"player_1", "player_2"}
     with pytest.raises(ValueError):
         TurnBasedGameEnv({"game": "tictactoe", "random_opening_moves": -1})
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+@pytest.mark.parametrize(
+    "name", ["tictactoe", "connect_four", "kuhn_poker", "leduc_poker", "leduc_holdem"]
+)
+def test_turn_based_step_matches_rllibs_pettingzoo_env(name):
+    """`TurnBasedGameEnv.step` reads state from the unwrapped game for speed; it must
+    return exactly what RLlib's `PettingZooEnv.step` returns, move for move."""
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+
+    ours, theirs = make_rllib_env(name), make_rllib_env(name)
+    rng = np.random.default_rng(0)
+    steps = 0
+    for game in range(30):
+        obs, _ = ours.reset(seed=game)
+        obs_theirs, _ = theirs.reset(seed=game)
+        assert _same(obs, obs_theirs)
+        done = False
+        while not done:
+            agent = next(iter(obs))
+            legal = np.flatnonzero(obs[agent]["action_mask"])
+            action = {agent: int(rng.choice(legal))}
+            result = ours.step(action)
+            expected = PettingZooEnv.step(theirs, action)
+            assert all(_same(r, e) for r, e in zip(result, expected, strict=True))
+            obs, done = result[0], result[2]["__all__"] or result[3]["__all__"]
+            steps += 1
+            if not done:
+                obs = {a: o for a, o in obs.items() if not (result[2][a] or result[3][a])}
+    assert steps > 30
