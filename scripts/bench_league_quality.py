@@ -126,6 +126,7 @@ def main() -> None:
     parser.add_argument("--random-games", type=int, default=1000)
     parser.add_argument("--h2h-games", type=int, default=1000)
     parser.add_argument("--probe-minutes", type=float, default=5.0)
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument(
         "--extra",
         nargs=argparse.REMAINDER,
@@ -135,13 +136,13 @@ def main() -> None:
     args = parser.parse_args()
     table: list[tuple[str, str, int, int, dict[str, float]]] = []
     for game in args.games:
-        runs = {mode: RunDir(Path(args.out) / f"{game}-{mode}") for mode in MODES}
-        for mode in MODES:
+        runs = {mode: RunDir(Path(args.out) / f"{game}-{mode}") for mode in args.modes}
+        for mode in args.modes:
             train(game, mode, args.minutes, runs[mode], args.extra)
-        for mode in MODES:
+        for mode in args.modes:
             total, main_steps = steps(runs[mode])
             table.append((game, mode, total, main_steps, measure(game, runs[mode], args)))
-        if game == "connect_four":
+        if game == "connect_four" and len(runs) == 2:
             table.append(
                 (game, "league vs selfplay", 0, 0, head_to_head(game, runs, args.h2h_games))
             )

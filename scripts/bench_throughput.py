@@ -192,6 +192,9 @@ def main() -> None:
     parser.add_argument("--env", default="connect_four", help="game reference (as league train)")
     parser.add_argument("--num-env-runners", type=int, default=1)
     parser.add_argument("--env-runner", default="auto", help="this project's runner (c, d, e)")
+    parser.add_argument(
+        "--num-envs", type=int, default=64, help="game copies per env runner in (c), (d), (e)"
+    )
     parser.add_argument("--iterations", type=int, default=5, help="timed iterations per setup")
     parser.add_argument("--raw-seconds", type=float, default=10.0)
     parser.add_argument("--num-cpus", type=int, default=2)
@@ -229,6 +232,7 @@ def main() -> None:
             "env": args.env,
             "num_env_runners": args.num_env_runners,
             "env_runner": args.env_runner,
+            "num_envs_per_env_runner": args.num_envs,
             "num_learners": args.num_learners[0],
             "algo": "ppo" if args.algo == "both" else args.algo,
             "num_cpus_per_learner": args.num_cpus_per_learner,

@@ -139,7 +139,8 @@ def test_plan_only_names_modules_on_runners(league_run):
     assert driver.plan.module_ids() <= on_runners
 
 
-def test_restarted_env_runner_gets_active_set_back(ray_session, tmp_path):
+@pytest.mark.parametrize("env_runner", ["rllib", "batched"])
+def test_restarted_env_runner_gets_active_set_back(ray_session, tmp_path, env_runner):
     """A killed env runner is restarted by RLlib with the trainable players only; the
     next league step gives it the active set again and training goes on."""
     import ray
@@ -147,6 +148,7 @@ def test_restarted_env_runner_gets_active_set_back(ray_session, tmp_path):
     cfg = TrainConfig.from_dict(
         dict(
             env="tictactoe",
+            env_runner=env_runner,
             num_env_runners=1,
             num_envs_per_env_runner=2,
             train_batch_size=300,
