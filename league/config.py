@@ -87,16 +87,17 @@ class TrainConfig:
         default=1, metadata=_help("Env-runner actors (0 = sample in the driver process).")
     )
     num_envs_per_env_runner: int = field(
-        default=8,
-        metadata=_help("Game copies per env runner (with env_runner batched, 64 is a good start)."),
+        default=64,
+        metadata=_help(
+            "Game copies per env runner (the batched runner's forward passes cover them all)."
+        ),
     )
     env_runner: str = field(
-        default="rllib",
+        default="auto",
         metadata=_help(
-            "Env runner: rllib (RLlib's MultiAgentEnvRunner), batched (many game copies, "
-            "one forward pass per module per step; turn-based games; about 2x the "
-            "training throughput, but it learned worse in 15-minute tictactoe runs: see "
-            "README), auto (batched for turn-based games, rllib for simultaneous-move ones).",
+            "Env runner: batched (many game copies, one forward pass per module per step; "
+            "turn-based games), rllib (RLlib's MultiAgentEnvRunner), auto (batched for "
+            "turn-based games, rllib for simultaneous-move games).",
             choices=("auto", "batched", "rllib"),
         ),
     )

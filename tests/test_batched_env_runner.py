@@ -149,8 +149,8 @@ def test_trainable_and_frozen_modules_share_a_step_and_records_are_made_once(ray
 
 def test_runner_choice():
     cfg = TrainConfig.from_dict({"env": "tictactoe"})
-    assert env_runner_class(cfg) is LeagueEnvRunner  # the default
-    assert env_runner_class(cfg.replace(env_runner="auto")) is BatchedLeagueEnvRunner
+    assert env_runner_class(cfg) is BatchedLeagueEnvRunner  # the default: auto
+    assert env_runner_class(cfg.replace(env_runner="rllib")) is LeagueEnvRunner
     assert env_runner_class(cfg.replace(env_runner="batched")) is BatchedLeagueEnvRunner
     rps = TrainConfig.from_dict({"env": "rps", "env_runner": "auto"})
     assert env_runner_class(rps) is LeagueEnvRunner  # auto: simultaneous moves
