@@ -117,9 +117,13 @@ def _sampled_actions_are_legal(episodes) -> tuple[int, set[str]]:
     for episode in episodes:
         for agent_id, sa_episode in episode.agent_episodes.items():
             observations = sa_episode.get_observations()
+            if isinstance(observations, dict):  # a numpy episode: one array per key
+                masks = list(observations["action_mask"])
+            else:
+                masks = [obs["action_mask"] for obs in observations]
             actions = sa_episode.get_actions()
-            for obs, action in zip(observations, actions, strict=False):
-                assert obs["action_mask"][int(action)] == 1, (agent_id, obs, action)
+            for mask, action in zip(masks, actions, strict=False):
+                assert mask[int(action)] == 1, (agent_id, mask, action)
                 checked += 1
             agents.add(agent_id)
     return checked, agents
