@@ -21,6 +21,9 @@ from ray.rllib.connectors.common.agent_to_module_mapping import AgentToModuleMap
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
+from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
+
+from rlmodules.minibatches import PerModuleEpochIterator
 
 
 class DropUntrainedModules(ConnectorV2):
@@ -41,10 +44,30 @@ def insert_drop_untrained_modules(learner: Learner) -> None:
 
 
 class LeaguePPOLearner(PPOTorchLearner):
+    """PPO's learner minus frozen snapshots' rows, with per-module epochs
+    (`PerModuleEpochIterator`: each player gets `num_epochs` passes over its own
+    rows, not as many updates as the player with the most rows)."""
+
     @override(PPOTorchLearner)
     def build(self) -> None:
         super().build()
         insert_drop_untrained_modules(self)
+
+    @override(PPOTorchLearner)
+    def _create_iterator_if_necessary(self, *, num_total_minibatches: int = 0, **kwargs: Any):
+        batch_iter = super()._create_iterator_if_necessary(
+            num_total_minibatches=num_total_minibatches, **kwargs
+        )
+        # RLlib chose its cyclic iterator and normalised the arguments (a missing
+        # minibatch_size becomes the whole batch); keep its batch and settings.
+        if type(batch_iter) is not MiniBatchCyclicIterator or num_total_minibatches:
+            return batch_iter
+        return PerModuleEpochIterator(
+            batch_iter._batch,
+            num_epochs=batch_iter._num_epochs,
+            minibatch_size=batch_iter._minibatch_size,
+            shuffle_batch_per_epoch=batch_iter._shuffle_batch_per_epoch,
+        )
 
 
 class LeagueAPPOLearner(APPOTorchLearner):

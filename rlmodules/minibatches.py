@@ -1,0 +1,85 @@
+"""PPO minibatches per module: each module passes over its own rows `num_epochs` times.
+
+RLlib's `MiniBatchCyclicIterator` builds every minibatch from every module and
+keeps cycling until the module with the MOST rows has covered `num_epochs`. In a
+league the main gets most rows (`main_learner_share`), so each exploiter, with a
+few hundred rows, got as many minibatch updates as the main: tens of epochs over
+the same rows per iteration (over-fitting them), and every update step paid for
+all modules' losses. This iterator gives each module `num_epochs` passes over its
+own rows, in `max(1, round(rows / minibatch_size))` near-equal minibatches per
+epoch, shuffled each epoch; a step holds only the modules that still have
+minibatches left. With one module (self-play) it is PPO's usual schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.minibatch_utils import MiniBatchIteratorBase
+
+
+def minibatch_bounds(rows: int, minibatch_size: int) -> list[int]:
+    """Row bounds of one epoch's minibatches: near-equal parts of about `minibatch_size`."""
+    parts = max(1, round(rows / minibatch_size))
+    return [int(b) for b in np.linspace(0, rows, parts + 1).round()]
+
+
+class PerModuleEpochIterator(MiniBatchIteratorBase):
+    """Minibatches of a multi-agent train batch, `num_epochs` epochs per module."""
+
+    def __init__(
+        self,
+        batch: MultiAgentBatch,
+        *,
+        num_epochs: int = 1,
+        minibatch_size: int,
+        shuffle_batch_per_epoch: bool = True,
+        num_total_minibatches: int = 0,
+    ) -> None:
+        super().__init__(
+            batch,
+            num_epochs=num_epochs,
+            minibatch_size=minibatch_size,
+            shuffle_batch_per_epoch=shuffle_batch_per_epoch,
+            num_total_minibatches=num_total_minibatches,
+        )
+        if num_total_minibatches:
+            # Data-parallel learners must all take the same number of steps.
+            raise ValueError("PerModuleEpochIterator does not support num_total_minibatches")
+        for module_id, module_batch in batch.policy_batches.items():
+            if len(module_batch) == 0:
+                raise ValueError(f"the train batch of module {module_id!r} is empty")
+            if module_batch.get(SampleBatch.SEQ_LENS) is not None:
+                raise ValueError("PerModuleEpochIterator does not slice sequences (RNN batches)")
+        self._batch = batch
+        self._num_epochs = num_epochs
+        self._minibatch_size = minibatch_size
+        self._shuffle = shuffle_batch_per_epoch
+
+    def steps_per_module(self) -> dict[str, int]:
+        """How many minibatch updates each module gets from this batch."""
+        return {
+            module_id: (len(minibatch_bounds(len(b), self._minibatch_size)) - 1) * self._num_epochs
+            for module_id, b in self._batch.policy_batches.items()
+        }
+
+    def __iter__(self) -> Iterator[MultiAgentBatch]:
+        bounds = {
+            module_id: minibatch_bounds(len(b), self._minibatch_size)
+            for module_id, b in self._batch.policy_batches.items()
+        }
+        num_steps = max(self.steps_per_module().values(), default=0)
+        for step in range(num_steps):
+            minibatch = {}
+            for module_id, module_batch in self._batch.policy_batches.items():
+                parts = len(bounds[module_id]) - 1
+                if step >= parts * self._num_epochs:
+                    continue
+                part = step % parts
+                if part == 0 and self._shuffle:
+                    module_batch.shuffle()
+                start, end = bounds[module_id][part], bounds[module_id][part + 1]
+                minibatch[module_id] = module_batch[start:end]
+            yield MultiAgentBatch(minibatch, len(self._batch))
