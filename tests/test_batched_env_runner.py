@@ -90,6 +90,16 @@ def test_exploring_episodes_carry_what_ppo_needs(ray_session):
     played = played.peek() if hasattr(played, "peek") else played
     assert played >= 300
     assert episodes and all(e.is_done for e in episodes)
+
+    # Finished games reach RLlib's episode metrics, as from RLlib's own runner.
+    def peek(key):
+        value = metrics[key]
+        return value.peek() if hasattr(value, "peek") else value
+
+    lengths = [len(e) for e in episodes]
+    assert min(lengths) <= peek("episode_len_mean") <= max(lengths)
+    assert peek("episode_len_min") == min(lengths) and peek("episode_len_max") == max(lengths)
+    assert set(peek("module_episode_returns_mean")) == {"main_0"}
     for episode in episodes:
         for sa in episode.agent_episodes.values():
             logits = np.asarray(sa.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS))

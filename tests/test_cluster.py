@@ -23,15 +23,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from service_helpers import free_port, wait_for
 
 from league.store import open_store
 
@@ -57,22 +55,6 @@ FAST_HEALTH_CHECKS = {
     "health_check_timeout_ms": 1000,
     "health_check_failure_threshold": 3,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 120.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise TimeoutError(f"timed out waiting for {what or predicate}")
 
 
 def child_pids(pid: int) -> dict[int, str]:

@@ -28,7 +28,9 @@ def _batch(rows: dict[str, int]) -> MultiAgentBatch:
     )
 
 
-@pytest.mark.parametrize(("rows", "size", "parts"), [(4000, 500, 8), (4013, 500, 8), (120, 500, 1), (760, 500, 2)])
+@pytest.mark.parametrize(
+    ("rows", "size", "parts"), [(4000, 500, 8), (4013, 500, 8), (120, 500, 1), (760, 500, 2)]
+)
 def test_bounds_split_an_epoch_into_near_equal_minibatches(rows, size, parts):
     bounds = minibatch_bounds(rows, size)
     assert bounds[0] == 0 and bounds[-1] == rows and len(bounds) == parts + 1
@@ -54,7 +56,9 @@ def test_every_row_of_every_module_is_seen_num_epochs_times():
 
 
 def test_one_module_gets_ppos_usual_schedule():
-    minibatches = list(PerModuleEpochIterator(_batch({"main_0": 4000}), num_epochs=2, minibatch_size=500))
+    minibatches = list(
+        PerModuleEpochIterator(_batch({"main_0": 4000}), num_epochs=2, minibatch_size=500)
+    )
     assert [len(mb.policy_batches["main_0"]) for mb in minibatches] == [500] * 16
 
 

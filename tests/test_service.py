@@ -20,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from service_helpers import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -35,12 +36,6 @@ checkpoint_interval: 1000
 league:
   snapshot_step_budget: 200
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Head:
@@ -124,16 +119,6 @@ def status(head: Head) -> dict[str, str]:
     proc = head.league("status", "--address", head.address)
     assert proc.returncode == 0, proc.stderr
     return dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
-
-
-def wait_for(predicate, timeout: float = 120.0, interval: float = 1.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError("condition not reached")
 
 
 def test_coordinator_lifecycle_and_metrics(head, tmp_path):

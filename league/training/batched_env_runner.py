@@ -44,16 +44,6 @@ from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
-    EPISODE_AGENT_RETURN_MEAN,
-    EPISODE_AGENT_STEPS,
-    EPISODE_DURATION_SEC_MEAN,
-    EPISODE_LEN_MAX,
-    EPISODE_LEN_MEAN,
-    EPISODE_LEN_MIN,
-    EPISODE_MODULE_RETURN_MEAN,
-    EPISODE_RETURN_MAX,
-    EPISODE_RETURN_MEAN,
-    EPISODE_RETURN_MIN,
     NUM_AGENT_STEPS_SAMPLED,
     NUM_AGENT_STEPS_SAMPLED_LIFETIME,
     NUM_ENV_STEPS_SAMPLED,
@@ -128,31 +118,19 @@ class BatchedLeagueEnvRunner(LeagueEnvRunner):
 
     @override(MultiAgentEnvRunner)
     def get_metrics(self) -> dict:
+        # Games are whole episodes here (never cut into chunks), so each one is
+        # logged as RLlib's runner logs a finished episode, by its own logger.
         for episode, duration in self._finished_for_metrics:
-            agent_returns = {str(a): sa.get_return() for a, sa in episode.agent_episodes.items()}
             module_returns: Counter[str] = Counter()
             for sa in episode.agent_episodes.values():
                 module_returns[sa.module_id] += sa.get_return()
-            length, ret = len(episode), episode.get_return()
-            window = self.config.metrics_num_episodes_for_smoothing
-            self.metrics.log_dict(
-                {
-                    EPISODE_LEN_MEAN: length,
-                    EPISODE_RETURN_MEAN: ret,
-                    EPISODE_DURATION_SEC_MEAN: duration,
-                    EPISODE_AGENT_RETURN_MEAN: agent_returns,
-                    EPISODE_AGENT_STEPS: {
-                        str(a): len(sa) for a, sa in episode.agent_episodes.items()
-                    },
-                    EPISODE_MODULE_RETURN_MEAN: dict(module_returns),
-                },
-                window=window,
-            )
-            self.metrics.log_dict(
-                {EPISODE_LEN_MIN: length, EPISODE_RETURN_MIN: ret}, reduce="min", window=window
-            )
-            self.metrics.log_dict(
-                {EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: ret}, reduce="max", window=window
+            self._log_episode_metrics(
+                len(episode),
+                episode.get_return(),
+                duration,
+                {str(a): sa.get_return() for a, sa in episode.agent_episodes.items()},
+                dict(module_returns),
+                {str(a): len(sa) for a, sa in episode.agent_episodes.items()},
             )
         self._finished_for_metrics.clear()
         return self.metrics.reduce()
