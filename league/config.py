@@ -427,6 +427,12 @@ class TrainConfig:
     def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)
 
+    def player_entropy_coeff(self) -> float:
+        """The players' entropy bonus: the league's own in league mode when it sets one."""
+        if self.mode == "league" and self.league.entropy_coeff is not None:
+            return self.league.entropy_coeff
+        return self.entropy_coeff
+
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
         """A config from explicitly given values over the game's own defaults

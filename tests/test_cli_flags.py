@@ -212,3 +212,20 @@ def test_scaling_flags_reach_rllib():
     # Defaults: the learner in the driver process, RLlib's automatic CPU count.
     default = build_ppo_config(config_from([]))
     assert default.num_learners == 0 and default.num_cpus_per_learner == "auto"
+
+
+def test_league_entropy_bonus_applies_in_league_mode_only():
+    from league.training.algorithm import build_appo_config, build_ppo_config
+
+    league = config_from(["--env", "connect_four", "--entropy-coeff", "0.02"])
+    assert league.league.entropy_coeff is None  # unset: the run's own
+    assert build_ppo_config(league).entropy_coeff == 0.02
+    tuned = config_from(["--env", "connect_four", "--league.entropy-coeff", "0.07"])
+    assert build_ppo_config(tuned).entropy_coeff == 0.07
+    assert build_appo_config(tuned.replace(algo="appo")).entropy_coeff == 0.07
+    selfplay = config_from(
+        ["--env", "connect_four", "--mode", "selfplay", "--league.entropy-coeff", "0.07"]
+    )
+    assert build_ppo_config(selfplay).entropy_coeff == selfplay.entropy_coeff != 0.07
+    with pytest.raises(ValueError, match="entropy_coeff must be <= 100"):
+        LeagueConfig(entropy_coeff=101.0)

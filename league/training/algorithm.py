@@ -200,7 +200,7 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         gamma=cfg.gamma,
         lambda_=cfg.lambda_,
         clip_param=cfg.clip_param,
-        entropy_coeff=cfg.entropy_coeff,
+        entropy_coeff=cfg.player_entropy_coeff(),
         vf_loss_coeff=cfg.vf_loss_coeff,
         # Policies without a value head have no value loss; the shared one has its own.
         use_critic=not cfg.shared_vf,
@@ -237,7 +237,7 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
             lr=cfg.lr,
             gamma=cfg.gamma,
             clip_param=cfg.clip_param,
-            entropy_coeff=cfg.entropy_coeff,
+            entropy_coeff=cfg.player_entropy_coeff(),
             vf_loss_coeff=cfg.vf_loss_coeff,
             # RLlib polls the runners without waiting (0 s): the driver then spins a
             # core that the runners and the learner thread need. Wait up to 10 ms.
