@@ -227,3 +227,47 @@ def test_payoff_matrix_from_entries_equals_the_dense_definition():
         table.add_result(ids[a], ids[b], float(rng.choice([0.0, 0.5, 1.0])))
     dense = np.array([[table.win_rate(a, b) - 0.5 if a != b else 0.0 for b in ids] for a in ids])
     assert payoff_matrix(table, ids) == pytest.approx(dense)
+
+
+def test_a_snapshot_inherits_its_players_results_against_everyone_else():
+    table = PayoffTable(decay=1.0)
+    for score in (1.0, 1.0, 0.5, 0.0):
+        table.add_result("main_0", "main_0@0", score)
+    table.add_result("main_exploiter_0", "main_0", 1.0)
+    table.add_result("main_exploiter_0", "other@3", 0.0)
+    table.inherit("main_0@1", "main_0")
+    assert table.wdl("main_0@1", "main_0@0") == table.wdl("main_0", "main_0@0") == (2, 1, 1)
+    assert table.wdl("main_exploiter_0", "main_0@1") == (1, 0, 0)
+    assert table.games("main_0@1", "main_0") == 0  # no results against its own player
+    assert table.games("main_0@1", "other@3") == 0  # nor against modules its player never met
+    # Later games of the player are its own (the snapshot's weights stay frozen).
+    table.add_result("main_0", "main_0@0", 1.0)
+    assert table.wdl("main_0@1", "main_0@0") == (2, 1, 1)
+
+
+def test_league_nash_over_snapshots_sees_the_inherited_results():
+    """Snapshots only ever play live players; inherited rows make their Nash mean
+    something: here each main snapshot beat the one before it."""
+    from league.core.nash import nash_weights
+
+    table = PayoffTable(decay=1.0)
+    snapshots = []
+    for version in range(4):
+        for older in snapshots:
+            for _ in range(5):
+                table.add_result("main_0", older, 1.0)
+        sid = f"main_0@{version}"
+        table.inherit(sid, "main_0")
+        snapshots.append(sid)
+    assert nash_weights(table, snapshots) == pytest.approx({"main_0@3": 1.0})
+
+
+def test_league_snapshot_takes_its_players_payoff_row():
+    from league.core.config import LeagueConfig
+    from league.core.league import League
+
+    league = League(LeagueConfig(payoff_decay=1.0))
+    old = league.take_snapshot("main_0", 0)
+    league.payoff.add_result("main_0", old, 1.0)
+    new = league.take_snapshot("main_0", 1)
+    assert league.payoff.wdl(new, old) == (1, 0, 0)

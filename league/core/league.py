@@ -164,6 +164,7 @@ class League:
         p = self._players[player]
         sid = snapshot_id(player, p.next_version)
         rating = self.ratings.inherit(sid, player)
+        self.payoff.inherit(sid, player)
         self._snapshots[sid] = Snapshot(
             id=sid,
             player=player,

@@ -49,10 +49,7 @@ class PayoffTable:
             return
         if score not in (0.0, 0.5, 1.0):
             raise ValueError(f"score must be 0, 0.5 or 1, got {score}")
-        if a > b:
-            a, b, score = b, a, 1.0 - score
-        counts = self._wdl.setdefault((a, b), [0.0, 0.0, 0.0])
-        counts[0 if score == 1.0 else 1 if score == 0.5 else 2] += 1.0
+        self._add(a, b, score, 1.0)
 
     def wdl(self, a: str, b: str) -> tuple[float, float, float]:
         """Decayed (wins, draws, losses) of ``a`` against ``b``."""
@@ -82,6 +79,33 @@ class PayoffTable:
 
     def win_rates(self, a: str, opponents: Iterable[str]) -> list[float]:
         return [self.win_rate(a, b) for b in opponents]
+
+    def inherit(self, child: str, parent: str) -> None:
+        """Give ``child`` (a new snapshot) ``parent``'s results against everyone else.
+
+        A snapshot is a copy of its player's weights, so the player's recent
+        results are the best estimate of the snapshot's (as `Ratings.inherit`
+        does for ratings). Without this, frozen snapshots, which only ever play
+        live players, would have no results against each other and the league's
+        Nash over its snapshots would be a guess (every margin 0).
+        """
+        for a, b in list(self._wdl):
+            if parent not in (a, b):
+                continue
+            other = b if a == parent else a
+            if other == child:
+                continue
+            w, d, lo = self.wdl(parent, other)
+            self._wdl.pop(tuple(sorted((child, other))), None)
+            for score, count in ((1.0, w), (0.5, d), (0.0, lo)):
+                if count > 0.0:
+                    self._add(child, other, score, count)
+
+    def _add(self, a: str, b: str, score: float, count: float) -> None:
+        if a > b:
+            a, b, score = b, a, 1.0 - score
+        counts = self._wdl.setdefault((a, b), [0.0, 0.0, 0.0])
+        counts[0 if score == 1.0 else 1 if score == 0.5 else 2] += count
 
     def remove(self, module_id: str) -> None:
         """Forget every result involving ``module_id`` (retired or reset: its
