@@ -57,29 +57,26 @@ class PerModuleEpochIterator(MiniBatchIteratorBase):
         self._num_epochs = num_epochs
         self._minibatch_size = minibatch_size
         self._shuffle = shuffle_batch_per_epoch
+        self._bounds = {
+            mid: minibatch_bounds(len(b), minibatch_size) for mid, b in batch.policy_batches.items()
+        }
 
     def steps_per_module(self) -> dict[str, int]:
         """How many minibatch updates each module gets from this batch."""
-        return {
-            module_id: (len(minibatch_bounds(len(b), self._minibatch_size)) - 1) * self._num_epochs
-            for module_id, b in self._batch.policy_batches.items()
-        }
+        return {mid: (len(b) - 1) * self._num_epochs for mid, b in self._bounds.items()}
 
     def __iter__(self) -> Iterator[MultiAgentBatch]:
-        bounds = {
-            module_id: minibatch_bounds(len(b), self._minibatch_size)
-            for module_id, b in self._batch.policy_batches.items()
-        }
-        num_steps = max(self.steps_per_module().values(), default=0)
-        for step in range(num_steps):
+        steps = self.steps_per_module()
+        for step in range(max(steps.values(), default=0)):
             minibatch = {}
             for module_id, module_batch in self._batch.policy_batches.items():
-                parts = len(bounds[module_id]) - 1
-                if step >= parts * self._num_epochs:
+                if step >= steps[module_id]:
                     continue
+                bounds = self._bounds[module_id]
+                parts = len(bounds) - 1
                 part = step % parts
                 if part == 0 and self._shuffle:
                     module_batch.shuffle()
-                start, end = bounds[module_id][part], bounds[module_id][part + 1]
+                start, end = bounds[part], bounds[part + 1]
                 minibatch[module_id] = module_batch[start:end]
             yield MultiAgentBatch(minibatch, len(self._batch))
