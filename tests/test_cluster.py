@@ -252,7 +252,9 @@ def test_runner_node_dies_and_returns_mid_run(cluster, tmp_path):
 
 def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster, tmp_path):
     config = tmp_path / "tiny.yaml"
-    config.write_text(TINY.replace("num_env_runners: 1", "num_env_runners: 0"))
+    # Checkpoints every 4 iterations leave a window of 2-3 iterations to kill in.
+    tiny = TINY.replace("num_env_runners: 1", "num_env_runners: 0")
+    config.write_text(tiny.replace("checkpoint_interval: 2", "checkpoint_interval: 4"))
     run_dir = tmp_path / "run"
     # `league train --address` without --detach: it follows the coordinator's log,
     # across the restart, until the coordinator stops.
@@ -273,14 +275,19 @@ def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster
         return dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
 
     try:
+        before = wait_for(
+            lambda: status() if latest_checkpoint(run_dir) else None, 240, "a checkpoint"
+        )
+        assert before["restarted"] == "False"
+
         # Kill between checkpoints: one exists and a later iteration is in the store.
+        # Only files are read between the check and the kill (`league status` takes
+        # seconds, long enough for the next checkpoint to land).
         def between_checkpoints() -> bool:
             latest = latest_checkpoint(run_dir)
-            return bool(latest) and latest["iteration"] >= 2 and len(progress(run_dir)) % 2 == 1
+            return bool(latest) and len(progress(run_dir)) - latest["iteration"] in (1, 2)
 
-        wait_for(between_checkpoints, 240, "a checkpoint and one more iteration")
-        before = status()
-        assert before["restarted"] == "False"
+        wait_for(between_checkpoints, 240, "a checkpoint and one more iteration", interval=0.1)
         os.kill(int(before["pid"]), signal.SIGKILL)
         latest = latest_checkpoint(run_dir)
         with open_store(None, run_dir) as store:
