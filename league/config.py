@@ -117,7 +117,8 @@ class TrainConfig:
         metadata=_help(
             "Learner actors: 0 = update in the driver (or coordinator) process; 1 = one "
             "remote learner actor (its own process, on any node with its resources, e.g. "
-            "a GPU node). More are refused: see README, Scaling out."
+            "a GPU node); 2 or more = data-parallel learners (torch DDP, gloo on CPU; "
+            "PPO only), each training on whole games of the iteration's batch."
         ),
     )
     num_cpus_per_learner: float | None = field(
@@ -345,14 +346,14 @@ class TrainConfig:
             raise ConfigError(f"seed must be in 0..2**32-1, got {self.seed}")
         if self.num_cpus is not None and not 1 <= self.num_cpus <= 4096:
             raise ConfigError(f"num_cpus must be in 1..4096 (or none), got {self.num_cpus}")
-        if self.num_learners not in (0, 1):
-            # Measured: RLlib 2.60 shards a train batch across learners by slicing
-            # episodes (ShardEpisodesIterator), which cuts turn-based multi-agent
-            # episodes mid-turn (ValueError in AddOneTsToEpisodesAndTruncate); and a
-            # player missing from one learner's shard would stall torch DDP.
+        if not 0 <= self.num_learners <= 64:
+            raise ConfigError(f"num_learners must be in 0..64, got {self.num_learners}")
+        if self.num_learners >= 2 and self.algo != "ppo":
+            # APPO's learners take whole runner batches (episode refs) that need not
+            # hold every player, which would stall torch DDP's all-reduce.
             raise ConfigError(
-                f"num_learners must be 0 or 1, got {self.num_learners}: data-parallel "
-                "learners cannot split turn-based multi-agent episodes in RLlib 2.60"
+                f"num_learners {self.num_learners} needs --algo ppo: data-parallel "
+                f"{self.algo} learners are not supported (use 0 or 1 learner)"
             )
         self._check_learner_resources()
         if len(self.hidden_sizes) > 32 or max(self.hidden_sizes) > 65536:

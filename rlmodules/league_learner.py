@@ -23,7 +23,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
 
-from rlmodules.minibatches import PerModuleEpochIterator
+from rlmodules.minibatches import MODULE_MINIBATCHES, PerModuleEpochIterator
 
 
 class DropUntrainedModules(ConnectorV2):
@@ -55,6 +55,8 @@ class LeaguePPOLearner(PPOTorchLearner):
 
     @override(PPOTorchLearner)
     def _create_iterator_if_necessary(self, *, num_total_minibatches: int = 0, **kwargs: Any):
+        # Data-parallel learners get the same per-module counts (league.training.data_parallel).
+        module_minibatches = kwargs.pop(MODULE_MINIBATCHES, None)
         batch_iter = super()._create_iterator_if_necessary(
             num_total_minibatches=num_total_minibatches, **kwargs
         )
@@ -67,6 +69,7 @@ class LeaguePPOLearner(PPOTorchLearner):
             num_epochs=batch_iter._num_epochs,
             minibatch_size=batch_iter._minibatch_size,
             shuffle_batch_per_epoch=batch_iter._shuffle_batch_per_epoch,
+            module_minibatches=module_minibatches,
         )
 
 

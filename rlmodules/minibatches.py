@@ -13,17 +13,25 @@ minibatches left. With one module (self-play) it is PPO's usual schedule.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.minibatch_utils import MiniBatchIteratorBase
 
+MODULE_MINIBATCHES = "module_minibatches"
+"""`Learner.update` keyword: module id -> minibatches per epoch, the same on every
+data-parallel learner (see `league.training.data_parallel`)."""
+
+
+def split_bounds(rows: int, parts: int) -> list[int]:
+    """Row bounds of `parts` near-equal minibatches."""
+    return [int(b) for b in np.linspace(0, rows, parts + 1).round()]
+
 
 def minibatch_bounds(rows: int, minibatch_size: int) -> list[int]:
     """Row bounds of one epoch's minibatches: near-equal parts of about `minibatch_size`."""
-    parts = max(1, round(rows / minibatch_size))
-    return [int(b) for b in np.linspace(0, rows, parts + 1).round()]
+    return split_bounds(rows, max(1, round(rows / minibatch_size)))
 
 
 class PerModuleEpochIterator(MiniBatchIteratorBase):
@@ -37,6 +45,7 @@ class PerModuleEpochIterator(MiniBatchIteratorBase):
         minibatch_size: int,
         shuffle_batch_per_epoch: bool = True,
         num_total_minibatches: int = 0,
+        module_minibatches: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__(
             batch,
@@ -60,6 +69,18 @@ class PerModuleEpochIterator(MiniBatchIteratorBase):
         self._bounds = {
             mid: minibatch_bounds(len(b), minibatch_size) for mid, b in batch.policy_batches.items()
         }
+        if module_minibatches is not None:
+            # Data-parallel learners: counts fixed for all learners, so each takes the
+            # same steps over the same modules (torch DDP all-reduces every step).
+            for mid, b in batch.policy_batches.items():
+                if mid not in module_minibatches:
+                    raise ValueError(f"module_minibatches has no count for module {mid!r}")
+                parts = module_minibatches[mid]
+                if not 1 <= parts <= len(b):
+                    raise ValueError(
+                        f"module {mid!r}: {parts} minibatches from {len(b)} rows is not possible"
+                    )
+                self._bounds[mid] = split_bounds(len(b), parts)
 
     def steps_per_module(self) -> dict[str, int]:
         """How many minibatch updates each module gets from this batch."""
@@ -69,7 +90,11 @@ class PerModuleEpochIterator(MiniBatchIteratorBase):
         steps = self.steps_per_module()
         for step in range(max(steps.values(), default=0)):
             minibatch = {}
-            for module_id, module_batch in self._batch.policy_batches.items():
+            # Modules in a fixed order: data-parallel learners must run their forward
+            # (and so DDP's all-reduces in backward) in the same order, and a batch's
+            # module order follows whichever game came first on that learner.
+            for module_id in sorted(self._batch.policy_batches):
+                module_batch = self._batch.policy_batches[module_id]
                 if step >= steps[module_id]:
                     continue
                 bounds = self._bounds[module_id]

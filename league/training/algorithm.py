@@ -28,6 +28,7 @@ from league.config import ConfigError, TrainConfig
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
+from league.training.data_parallel import DataParallelPPOConfig
 from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
 from rlmodules.league_learner import LeagueAPPOLearner, LeaguePPOLearner
 from rlmodules.learner_only_learner import (
@@ -192,8 +193,11 @@ def league_settings(
 
 def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
     """The PPOConfig of a run; learner-only modules join learners only (see rlmodules)."""
-    config = league_settings(PPOConfig(), cfg, plan).training(
-        train_batch_size_per_learner=cfg.train_batch_size,
+    # Two or more learners train data-parallel on whole games (data_parallel.py).
+    base = DataParallelPPOConfig() if cfg.num_learners >= 2 else PPOConfig()
+    config = league_settings(base, cfg, plan).training(
+        # train_batch_size counts env steps per iteration over all learners.
+        train_batch_size_per_learner=-(-cfg.train_batch_size // max(1, cfg.num_learners)),
         minibatch_size=cfg.minibatch_size,
         num_epochs=cfg.num_epochs,
         lr=cfg.lr,
@@ -208,7 +212,8 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
     if cfg.shared_vf or cfg.world_model:
         # Subclass of LeaguePPOLearner: also right for selfplay, where nothing is dropped.
         config.learners(learner_class=LearnerOnlyPPOLearner)
-    elif cfg.mode == "league":
+    elif cfg.mode == "league" or cfg.num_learners >= 2:
+        # Per-module epochs; with data-parallel learners, the same steps on each.
         config.learners(learner_class=LeaguePPOLearner)
     return config
 
