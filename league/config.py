@@ -24,6 +24,7 @@ import yaml
 from envs.registry import REGISTRY_NAMES, get_game, make_game_id, registry_defaults
 from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
+from league.core.ids import MAIN, parse_module_id
 from league.store.base import SUPPORTED_SCHEMES
 from rlmodules.networks import (
     ACTIVATIONS,
@@ -427,6 +428,14 @@ class TrainConfig:
 
     def replace(self, **changes: Any) -> TrainConfig:
         return dataclasses.replace(self, **changes)
+
+    def exploiter_overrides(self, players: list[str]) -> dict[str, dict[str, float]]:
+        """Per-module algorithm settings of the exploiters (RLlib's
+        `algorithm_config_overrides_per_module`): their own entropy bonus, if set."""
+        coeff = self.league.exploiter_entropy_coeff
+        if self.mode != "league" or coeff is None:
+            return {}
+        return {p: {"entropy_coeff": coeff} for p in players if parse_module_id(p).role != MAIN}
 
     def player_entropy_coeff(self) -> float:
         """The players' entropy bonus: the league's own in league mode when it sets one."""

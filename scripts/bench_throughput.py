@@ -22,8 +22,9 @@ iteration comes from RLlib's timers (`learner_update_timer`).
 
     .venv/bin/python scripts/bench_throughput.py [--env GAME] [--iterations 5] [--env-runner auto]
 
-`--num-learners 0 1` measures (c) once per value (0: the learner in the driver
-process; 1: a learner actor asking for `--num-cpus-per-learner` CPUs), and
+`--num-learners 0 1 2` measures (c) once per value (0: the learner in the driver
+process; 1: a learner actor asking for `--num-cpus-per-learner` CPUs; 2: two
+data-parallel learner actors), and
 `--algo both` once with PPO and once with APPO; each extra (c) line gives its
 ratio to the first (c). (d) and (e) use the first values.
 """
@@ -39,8 +40,10 @@ from typing import Any
 import numpy as np
 import ray
 from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core import ALL_MODULES
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+from ray.rllib.utils.metrics import NUM_MODULE_STEPS_TRAINED
 from ray.tune.registry import register_env
 
 from envs.registry import get_game
@@ -104,22 +107,26 @@ def plain_rllib_config(game: str, num_env_runners: int, hparams: TrainConfig) ->
 class Timing:
     """Env steps/s, seconds per iteration and the learner's share of an iteration."""
 
-    def __init__(self, steps: int, seconds: float, iterations: int, learner_s: float):
+    def __init__(
+        self, steps: int, seconds: float, iterations: int, learner_s: float, trained: int = 0
+    ):
         self.rate = steps / seconds
         self.per_iteration = seconds / iterations
         self.learner_share = learner_s / seconds
+        self.trained_rate = trained / seconds
 
     def __str__(self) -> str:
         return (
             f"{self.rate:9,.0f} env steps/s ({self.per_iteration:.2f} s/iter, "
-            f"learner {100 * self.learner_share:.0f}%)"
+            f"learner {100 * self.learner_share:.0f}%, "
+            f"{self.trained_rate:,.0f} rows/s through SGD)"
         )
 
 
 def time_training(algo: Any, iterations: int, after_train=None) -> Timing:
     """Times `iterations` of `algo.train()` (plus `after_train(i, result)`) after a warm-up."""
     algo.train()
-    steps, learner_s, start = 0, 0.0, time.perf_counter()
+    steps, learner_s, trained, start = 0, 0.0, 0, time.perf_counter()
     for i in range(iterations):
         t = time.perf_counter()
         result = algo.train()
@@ -127,7 +134,19 @@ def time_training(algo: Any, iterations: int, after_train=None) -> Timing:
         if after_train is not None:
             after_train(i + 2, result)
         steps += int(result["env_runners"]["num_env_steps_sampled"])
-    return Timing(steps, time.perf_counter() - start, iterations, learner_s)
+        trained += _rows_trained(result)
+    return Timing(steps, time.perf_counter() - start, iterations, learner_s, trained)
+
+
+def _rows_trained(result: dict[str, Any]) -> int:
+    """Rows that went through SGD this iteration, all modules, epochs counted (the
+    learner's work: summed over data-parallel learners)."""
+    learners = result.get("learners", {})
+    return sum(
+        int(stats.get(NUM_MODULE_STEPS_TRAINED, 0))
+        for module_id, stats in learners.items()
+        if module_id != ALL_MODULES and isinstance(stats, dict)
+    )
 
 
 def _learner_seconds(result: dict[str, Any], iteration_s: float) -> float:
@@ -215,8 +234,9 @@ def main() -> None:
         type=int,
         nargs="+",
         default=[0],
-        choices=(0, 1),
-        help="measure (c) for each value (e.g. 0 1: learner in the driver vs a learner actor)",
+        choices=(0, 1, 2, 3, 4),
+        help="measure (c) for each value (e.g. 0 1 2: learner in the driver, a learner "
+        "actor, two data-parallel learner actors)",
     )
     parser.add_argument(
         "--num-cpus-per-learner",

@@ -229,3 +229,20 @@ def test_league_entropy_bonus_applies_in_league_mode_only():
     assert build_ppo_config(selfplay).entropy_coeff == selfplay.entropy_coeff != 0.07
     with pytest.raises(ValueError, match="entropy_coeff must be <= 100"):
         LeagueConfig(entropy_coeff=101.0)
+
+
+def test_exploiters_get_their_own_entropy_bonus_in_league_mode():
+    from league.training.algorithm import build_ppo_config
+
+    flags = ["--env", "connect_four", "--entropy-coeff", "0.02"]
+    sharp = config_from([*flags, "--league.exploiter-entropy-coeff", "0.001"])
+    config = build_ppo_config(sharp)
+    assert config.get_config_for_module("main_0").entropy_coeff == 0.02
+    for exploiter in ("main_exploiter_0", "league_exploiter_0"):
+        assert config.get_config_for_module(exploiter).entropy_coeff == 0.001
+    # Unset, or in self-play, nobody gets an override.
+    assert build_ppo_config(config_from(flags)).algorithm_config_overrides_per_module == {}
+    selfplay = config_from([*flags, "--mode", "selfplay", "--league.exploiter-entropy-coeff", "0"])
+    assert build_ppo_config(selfplay).algorithm_config_overrides_per_module == {}
+    with pytest.raises(ValueError, match="exploiter_entropy_coeff must be"):
+        LeagueConfig(exploiter_entropy_coeff=-1.0)

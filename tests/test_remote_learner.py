@@ -1,4 +1,4 @@
-"""The league against a remote learner actor (`num_learners=1`).
+"""The league against remote learner actors (`num_learners=1`, and 2 data-parallel).
 
 Everything the league does to learners goes through RLlib's LearnerGroup, never a
 local learner object: weights for snapshots, resets, the learner-only modules and
@@ -81,11 +81,11 @@ def test_league_driver_snapshots_and_resets_through_a_remote_learner(ray_session
         algo.stop()
 
 
-@pytest.mark.parametrize("mode", ["league", "selfplay"])
-def test_checkpoint_and_resume_with_a_remote_learner(ray_session, tmp_path, mode):
+@pytest.mark.parametrize(("mode", "learners"), [("league", 1), ("selfplay", 1), ("league", 2)])
+def test_checkpoint_and_resume_with_a_remote_learner(ray_session, tmp_path, mode, learners):
     cfg = TrainConfig.from_dict(
         {**REMOTE, "mode": mode, "run_dir": str(tmp_path / "r"), "stop_timesteps": 600}
-        | {"eval_interval": 0, "checkpoint_interval": 1}
+        | {"eval_interval": 0, "checkpoint_interval": 1, "num_learners": learners}
     )
     first = train(cfg, log=lambda line: None)
     assert first.iterations == 2 and first.checkpoint

@@ -205,6 +205,14 @@ class LeagueConfig:
             "a deterministic main loses every game to a best response wherever it has a hole."
         ),
     )
+    exploiter_entropy_coeff: float | None = field(
+        default=None,
+        metadata=_help(
+            "Entropy bonus of the exploiters alone (unset: as the players'). An exploiter "
+            "approximates a best response, which is deterministic: a sharp one punishes "
+            "every hole of the main it finds, so the main learns to close it."
+        ),
+    )
 
     # Ratings (Elo).
     elo_initial: float = field(default=1000.0, metadata=_help("Initial Elo rating."))
@@ -261,8 +269,9 @@ class LeagueConfig:
         _check_int(self, "active_set_size", minimum=1)
         _check_int(self, "active_set_max_swaps", minimum=0)
         _check_float(self, "active_set_hysteresis", low=0.0)
-        if self.entropy_coeff is not None:
-            _check_float(self, "entropy_coeff", low=0.0, high=100.0)
+        for name in ("entropy_coeff", "exploiter_entropy_coeff"):
+            if getattr(self, name) is not None:
+                _check_float(self, name, low=0.0, high=100.0)
         _check_float(self, "elo_initial")
         _check_float(self, "elo_k", low=0.0, open_low=True)
         _check_float(self, "elo_scale", low=0.0, open_low=True)

@@ -174,7 +174,8 @@ def league_settings(
                     },
                     **extra,
                 }
-            )
+            ),
+            algorithm_config_overrides_per_module=cfg.exploiter_overrides(players),
         )
         .learners(
             num_learners=cfg.num_learners,
