@@ -147,8 +147,12 @@ class BatchedLeagueEnvRunner(LeagueEnvRunner):
         observations, infos = game.env.reset(seed=int(self._rng.integers(2**31)))
         game.episode_id = uuid.uuid4().hex
         mapping = self.config.policy_mapping_fn
-        seat_finder = MultiAgentEpisode(id_=game.episode_id)  # the mapping's one input
-        game.modules = {agent: mapping(agent, seat_finder) for agent in game.env.get_agent_ids()}
+        if isinstance(mapping, PlanMapping):  # the league: one draw per game, no episode
+            game.modules = mapping.assignment(game.episode_id)
+        else:
+            seat_finder = MultiAgentEpisode(id_=game.episode_id)  # the mapping's one input
+            agents = game.env.possible_agents
+            game.modules = {agent: mapping(agent, seat_finder) for agent in agents}
         game.observations = [observations]
         game.infos = [infos]
         game.actions, game.rewards, game.extra_model_outputs = [], [], []
