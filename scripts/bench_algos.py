@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+from bench_league_quality import league_train
 
 from envs.opponents import make_opponent, reference_opponents
 from league.run import RunDir
@@ -28,22 +27,11 @@ from league.tools.evaluation import evaluate
 
 ALGOS = ("ppo", "appo")
 MAIN = "main_0"
-LEAGUE_CLI = str(Path(sys.executable).with_name("league"))
 
 
 def train(args: argparse.Namespace, algo: str, run: RunDir) -> None:
-    if run.latest_file.is_file():
-        print(f"[{algo}] reusing the finished run in {run.path}", flush=True)
-        return
-    command = [LEAGUE_CLI, "train", "--env", args.env, "--algo", algo, "--mode", args.mode]
-    command += ["--stop-minutes", str(args.minutes), "--run-dir", str(run.path)]
-    command += ["--no-dashboard", *args.extra]
-    print(f"[{algo}] {' '.join(command)}", flush=True)
-    run.path.parent.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    with open(run.path.with_suffix(".log"), "w") as log:
-        subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
-    print(f"[{algo}] trained for {(time.monotonic() - started) / 60:.1f} min", flush=True)
+    flags = ["--env", args.env, "--algo", algo, "--mode", args.mode]
+    league_train(algo, [*flags, "--stop-minutes", str(args.minutes), *args.extra], run)
 
 
 def score(seats: list) -> float:

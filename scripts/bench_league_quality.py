@@ -45,17 +45,23 @@ LEAGUE_CLI = str(Path(sys.executable).with_name("league"))
 
 
 def train(game: str, mode: str, minutes: float, run: RunDir, extra: list[str]) -> None:
+    flags = ["--env", game, "--mode", mode, "--stop-minutes", str(minutes), *extra]
+    league_train(f"{game} {mode}", flags, run)
+
+
+def league_train(label: str, flags: list[str], run: RunDir) -> None:
+    """`league train FLAGS --run-dir RUN` to completion, its output in RUN.log; a run
+    that already finished is reused."""
     if run.latest_file.is_file():
-        print(f"[{game} {mode}] reusing the finished run in {run.path}", flush=True)
+        print(f"[{label}] reusing the finished run in {run.path}", flush=True)
         return
-    command = [LEAGUE_CLI, "train", "--env", game, "--mode", mode, "--stop-minutes", str(minutes)]
-    command += ["--run-dir", str(run.path), "--no-dashboard", *extra]
-    print(f"[{game} {mode}] {' '.join(command)}", flush=True)
+    command = [LEAGUE_CLI, "train", *flags, "--run-dir", str(run.path), "--no-dashboard"]
+    print(f"[{label}] {' '.join(command)}", flush=True)
     run.path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(run.path.with_suffix(".log"), "w") as log:
         subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True)
-    print(f"[{game} {mode}] trained for {(time.monotonic() - started) / 60:.1f} min", flush=True)
+    print(f"[{label}] trained for {(time.monotonic() - started) / 60:.1f} min", flush=True)
 
 
 def steps(run: RunDir) -> tuple[int, int]:
