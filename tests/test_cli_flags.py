@@ -234,7 +234,14 @@ def test_league_entropy_bonus_applies_in_league_mode_only():
 def test_exploiters_get_their_own_entropy_bonus_in_league_mode():
     from league.training.algorithm import build_ppo_config
 
-    flags = ["--env", "connect_four", "--entropy-coeff", "0.02"]
+    flags = [
+        "--env",
+        "connect_four",
+        "--entropy-coeff",
+        "0.02",
+        "--league.num-league-exploiters",
+        "1",
+    ]
     sharp = config_from([*flags, "--league.exploiter-entropy-coeff", "0.001"])
     config = build_ppo_config(sharp)
     assert config.get_config_for_module("main_0").entropy_coeff == 0.02

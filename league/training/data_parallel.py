@@ -123,7 +123,13 @@ class WholeGameLearnerGroup(LearnerGroup):
 
     def update(self, *, episodes: list | None = None, **kwargs: Any) -> Any:
         if episodes is not None and not self.is_local and len(self) > 1:
-            required = frozenset(self.config.policies_to_train or ())
+            trained = self.config.policies_to_train
+            # A callable policies_to_train cannot be listed: require every module.
+            required = (
+                frozenset(self.config.policies)
+                if trained is None or callable(trained)
+                else frozenset(trained)
+            )
             data = WholeGameTrainingData(episodes=episodes, required_modules=required)
             return super().update(training_data=data, **kwargs)
         return super().update(episodes=episodes, **kwargs)
