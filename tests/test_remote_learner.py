@@ -70,8 +70,9 @@ def test_league_driver_snapshots_and_resets_through_a_remote_learner(ray_session
                 assert _same(_weights(tmp_path / "snapshots" / sid), now[player]), sid
                 snapshots_checked += 1
             for player in report.resets:
-                # Reset to its initial weights or a past snapshot: the learner holds one.
-                sources = [driver._initial_weights[player]] + [
+                # Reset to its initial weights, a past snapshot or the current main
+                # (`main_exploiter_reset_to: main`): the learner holds one of them.
+                sources = [driver._initial_weights[player], now["main_0"]] + [
                     _weights(tmp_path / "snapshots" / sid) for sid in driver.league.snapshots
                 ]
                 assert any(_same(now[player], s) for s in sources), player
