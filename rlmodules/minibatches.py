@@ -66,21 +66,22 @@ class PerModuleEpochIterator(MiniBatchIteratorBase):
         self._num_epochs = num_epochs
         self._minibatch_size = minibatch_size
         self._shuffle = shuffle_batch_per_epoch
-        self._bounds = {
-            mid: minibatch_bounds(len(b), minibatch_size) for mid, b in batch.policy_batches.items()
-        }
-        if module_minibatches is not None:
-            # Data-parallel learners: counts fixed for all learners, so each takes the
-            # same steps over the same modules (torch DDP all-reduces every step).
-            for mid, b in batch.policy_batches.items():
-                if mid not in module_minibatches:
-                    raise ValueError(f"module_minibatches has no count for module {mid!r}")
-                parts = module_minibatches[mid]
-                if not 1 <= parts <= len(b):
-                    raise ValueError(
-                        f"module {mid!r}: {parts} minibatches from {len(b)} rows is not possible"
-                    )
-                self._bounds[mid] = split_bounds(len(b), parts)
+        # Data-parallel learners pass fixed counts (`module_minibatches`): every
+        # learner then takes the same steps over the same modules (torch DDP
+        # all-reduces every step). Otherwise about `minibatch_size` rows each.
+        self._bounds = {}
+        for mid, b in batch.policy_batches.items():
+            if module_minibatches is None:
+                self._bounds[mid] = minibatch_bounds(len(b), minibatch_size)
+                continue
+            if mid not in module_minibatches:
+                raise ValueError(f"module_minibatches has no count for module {mid!r}")
+            parts = module_minibatches[mid]
+            if not 1 <= parts <= len(b):
+                raise ValueError(
+                    f"module {mid!r}: {parts} minibatches from {len(b)} rows is not possible"
+                )
+            self._bounds[mid] = split_bounds(len(b), parts)
 
     def steps_per_module(self) -> dict[str, int]:
         """How many minibatch updates each module gets from this batch."""
