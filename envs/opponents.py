@@ -148,7 +148,19 @@ def reference_opponents(game: str) -> tuple[str, ...]:
 
 
 def make_opponent(name: str, game: str) -> Policy:
-    """Build a reference opponent by name; refuse names that don't fit the game."""
+    """Build a reference opponent: one of the game's by name, or a user's bot by
+    import path (``package.module:callable``, called with no arguments, returning a
+    `Policy`); refuse names that don't fit the game."""
+    if ":" in name:
+        from envs.registry import import_callable  # the registry's import rules
+
+        bot = import_callable(name, what="reference opponent")()
+        if not isinstance(bot, Policy):
+            raise ValueError(
+                f"reference opponent {name!r} returned {type(bot).__name__}, which has no "
+                "action_probs(obs) method"
+            )
+        return bot
     choices = _OPPONENTS.get(game, _ANY_GAME)
     if name not in choices:
         valid = ", ".join(repr(n) for n in sorted(choices))

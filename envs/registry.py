@@ -230,12 +230,11 @@ def split_game_id(game_id: str) -> tuple[str, dict[str, Any]]:
     return game_id[:brace], kwargs
 
 
-def _import_callable(reference: str) -> Callable[..., Any]:
+def import_callable(reference: str, what: str = "game reference") -> Callable[..., Any]:
+    """The callable named by ``package.module:attr`` (``what`` names it in errors)."""
     module_name, _, attr = reference.partition(":")
     if not module_name or not attr:
-        raise UnknownGameError(
-            f"game reference {reference!r} must look like package.module:callable"
-        )
+        raise UnknownGameError(f"{what} {reference!r} must look like package.module:callable")
     # Like `python -m`, uvicorn and gunicorn: the working directory is importable.
     if os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())
@@ -243,18 +242,16 @@ def _import_callable(reference: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except Exception as err:  # any import failure is the user's module's
         raise UnknownGameError(
-            f"game reference {reference!r}: cannot import module {module_name!r}: "
+            f"{what} {reference!r}: cannot import module {module_name!r}: "
             f"{type(err).__name__}: {err}"
         ) from None
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
-            raise UnknownGameError(
-                f"game reference {reference!r}: module {module_name!r} has no {attr!r}"
-            )
+            raise UnknownGameError(f"{what} {reference!r}: module {module_name!r} has no {attr!r}")
         target = getattr(target, part)
     if not callable(target):
-        raise UnknownGameError(f"game reference {reference!r}: {attr!r} is not callable")
+        raise UnknownGameError(f"{what} {reference!r}: {attr!r} is not callable")
     return target
 
 
@@ -266,7 +263,7 @@ def import_roots(game_id: str) -> list[str]:
     if reference in _REGISTRY or reference.startswith(OPENSPIEL_PREFIX) or ":" not in reference:
         return []
     module_name = reference.partition(":")[0]
-    _import_callable(reference)
+    import_callable(reference)
     module = sys.modules[module_name]
     path = getattr(module, "__file__", None)
     if not path:
@@ -295,7 +292,7 @@ def _factory(reference: str) -> tuple[Callable[..., Any], _Entry | None]:
             raise UnknownGameError("game reference 'openspiel:' names no OpenSpiel game")
         return _openspiel(name), _Entry(_openspiel(name), f"OpenSpiel {name}", openspiel=name)
     if ":" in reference:
-        return _import_callable(reference), None
+        return import_callable(reference), None
     known = ", ".join(REGISTRY_NAMES)
     raise UnknownGameError(
         f"unknown game {reference!r}; known games: {known} "

@@ -98,7 +98,7 @@ def _show(value: Any) -> str:
     ):
         return json.dumps(value)
     if isinstance(value, list):
-        return " ".join(map(str, value))
+        return " ".join(map(str, value)) if value else "none"
     return str(value)
 
 

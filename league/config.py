@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from envs.opponents import make_opponent, reference_opponents
 from envs.registry import REGISTRY_NAMES, get_game, make_game_id, registry_defaults
 from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
@@ -280,6 +281,7 @@ class TrainConfig:
                 self.league = LeagueConfig.from_dict(self.league)
             except ValueError as err:
                 raise ConfigError(f"league: {err}") from err
+        self._check_reference_opponents()
         for name in ("num_envs_per_env_runner", "train_batch_size", "minibatch_size", "num_epochs"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -305,6 +307,23 @@ class TrainConfig:
         if not self.hidden_sizes or any(h < 1 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
         self._check_ranges()
+
+    def _check_reference_opponents(self) -> None:
+        """Every league reference opponent must exist for this game (a bot given by
+        import path is built once here, so a broken one fails before training)."""
+        known = reference_opponents(self.game)
+        for name in self.league.reference_opponents:
+            if ":" not in name and name not in known:
+                raise ConfigError(
+                    f"league.reference_opponents: {name!r} is not an opponent of game "
+                    f"{self.game!r} (its opponents: {', '.join(known)}; or give a bot as "
+                    "package.module:callable)"
+                )
+            if ":" in name:
+                try:
+                    make_opponent(name, self.game)
+                except Exception as err:  # the user's bot: any failure is a config error
+                    raise ConfigError(f"league.reference_opponents: {err}") from None
 
     def _check_ranges(self) -> None:
         """Numbers a run cannot use: non-finite floats, values outside their meaning,

@@ -8,10 +8,13 @@ from league.core.ids import (
     MAIN_EXPLOITER,
     ROLE_NAMES,
     ModuleId,
+    is_frozen_id,
     is_player_id,
+    is_reference_id,
     is_snapshot_id,
     parse_module_id,
     player_id,
+    reference_id,
     snapshot_id,
 )
 from league.core.league import League
@@ -43,9 +46,12 @@ __all__ = [
     "Reset",
     "Role",
     "Snapshot",
+    "is_frozen_id",
     "is_player_id",
+    "is_reference_id",
     "is_snapshot_id",
     "parse_module_id",
     "player_id",
+    "reference_id",
     "snapshot_id",
 ]

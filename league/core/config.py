@@ -12,7 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from league.core.ids import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, ROLE_NAMES, player_id
+from league.core.ids import (
+    LEAGUE_EXPLOITER,
+    MAIN,
+    MAIN_EXPLOITER,
+    ROLE_NAMES,
+    player_id,
+    reference_id,
+)
 from league.core.pfsp import WEIGHTINGS
 
 
@@ -30,6 +37,7 @@ def field_help(text: str, choices: Iterable[str] = (), noun: str = "") -> dict[s
 
 
 _help = field_help
+MAX_REFERENCE_OPPONENTS = 16
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,25 @@ class LeagueConfig:
             "Main agent: share of games against the live main exploiters (self-play when "
             "there are none). The exploiter tracks a best response to the main, so these "
             "games push the main down its exploitability (exploitability descent)."
+        ),
+    )
+    main_reference_prob: float = field(
+        default=0.0,
+        metadata=_help(
+            "Main agent: share of games against the reference opponents (self-play when "
+            "there are none). A scripted strong player punishes every blunder in lines "
+            "that self-play, which samples both sides, rarely finishes."
+        ),
+    )
+    reference_opponents: list[str] = field(
+        default_factory=list,
+        metadata=_help(
+            "Frozen scripted league members, always loaded on env runners: the game's "
+            "reference opponents by name (`minimax` on tictactoe, `search` on connect_four, "
+            "`random` anywhere) or user bots as package.module:callable (returning an object "
+            "with `action_probs(obs)` over the league observation dict). They appear in the "
+            "payoff table and ratings as `ref:<name>`; only mains play them "
+            "(main_reference_prob)."
         ),
     )
     main_forgotten_win_rate: float = field(
@@ -231,6 +258,7 @@ class LeagueConfig:
             "main_pfsp_prob",
             "main_forgotten_prob",
             "main_exploiter_prob",
+            "main_reference_prob",
             "main_forgotten_win_rate",
             "main_exploiter_switch_win_rate",
             "main_exploiter_pfsp_prob",
@@ -239,12 +267,13 @@ class LeagueConfig:
         ):
             _check_float(self, name, low=0.0, high=1.0)
         total = self.main_self_play_prob + self.main_pfsp_prob
-        total += self.main_forgotten_prob + self.main_exploiter_prob
+        total += self.main_forgotten_prob + self.main_exploiter_prob + self.main_reference_prob
         if not math.isclose(total, 1.0, abs_tol=1e-9):
             raise ValueError(
                 "main_self_play_prob + main_pfsp_prob + main_forgotten_prob + "
-                f"main_exploiter_prob must sum to 1, got {total}"
+                f"main_exploiter_prob + main_reference_prob must sum to 1, got {total}"
             )
+        self._check_references()
         for name in ("pfsp_weighting", "main_exploiter_weighting"):
             if getattr(self, name) not in WEIGHTINGS:
                 raise ValueError(
@@ -275,6 +304,25 @@ class LeagueConfig:
         _check_float(self, "elo_initial")
         _check_float(self, "elo_k", low=0.0, open_low=True)
         _check_float(self, "elo_scale", low=0.0, open_low=True)
+
+    def _check_references(self) -> None:
+        refs = self.reference_opponents
+        if not isinstance(refs, (list, tuple)):
+            raise ValueError(
+                f"reference_opponents must be a list of names, got {reprlib.repr(refs)}"
+            )
+        if len(refs) > MAX_REFERENCE_OPPONENTS:
+            raise ValueError(
+                f"reference_opponents names {len(refs)} opponents; at most "
+                f"{MAX_REFERENCE_OPPONENTS}"
+            )
+        ids = [reference_id(name) for name in refs]  # raises on a malformed name
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"reference_opponents names one twice: {reprlib.repr(refs)}")
+
+    def reference_ids(self) -> tuple[str, ...]:
+        """Module ids of the reference opponents (``ref:<name>``), in config order."""
+        return tuple(reference_id(name) for name in self.reference_opponents)
 
     def learner_weights(self) -> dict[str, float]:
         """Trainable player -> probability of being an episode's learner."""

@@ -1,8 +1,9 @@
 """Module ids: the only place that spells their format (see DESIGN.md).
 
-``<role>_<n>`` for trainable players and ``<player>@<version>`` for frozen
-snapshots; the rest of the code parses and builds ids through these helpers and
-never splits strings by hand.
+``<role>_<n>`` for trainable players, ``<player>@<version>`` for frozen
+snapshots and ``ref:<name>`` for reference opponents (scripted, parameter-free
+league members such as ``ref:minimax``); the rest of the code parses and builds
+ids through these helpers and never splits strings by hand.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ ROLE_NAMES: tuple[str, ...] = (MAIN, MAIN_EXPLOITER, LEAGUE_EXPLOITER)
 
 _PLAYER_RE = re.compile(r"^(main|main_exploiter|league_exploiter)_(0|[1-9][0-9]*)$")
 _SNAPSHOT_RE = re.compile(r"^(?P<player>[a-z_]+_(?:0|[1-9][0-9]*))@(0|[1-9][0-9]*)$")
+REFERENCE_PREFIX = "ref:"
+# A game's opponent name ("minimax") or an import path ("my_bots.c4:Greedy").
+_REFERENCE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?::[A-Za-z_][A-Za-z0-9_.]*)?$")
+MAX_REFERENCE_NAME = 200
 
 
 @dataclass(frozen=True)
@@ -97,3 +102,37 @@ def is_player_id(module_id: str) -> bool:
         return not parse_module_id(module_id).is_snapshot
     except ValueError:
         return False
+
+
+def reference_id(name: str) -> str:
+    """Id of the reference opponent ``name`` (a game's opponent or an import path)."""
+    if (
+        not isinstance(name, str)
+        or len(name) > MAX_REFERENCE_NAME
+        or not _REFERENCE_NAME_RE.match(name)
+    ):
+        raise ValueError(
+            f"not a reference opponent name: {name!r} (a game's opponent such as 'minimax', "
+            "or package.module:callable)"
+        )
+    return REFERENCE_PREFIX + name
+
+
+def reference_name(module_id: str) -> str:
+    """The opponent name inside a reference id; ValueError for anything else."""
+    if not is_reference_id(module_id):
+        raise ValueError(f"not a reference opponent id: {module_id!r}")
+    return module_id[len(REFERENCE_PREFIX) :]
+
+
+def is_reference_id(module_id: str) -> bool:
+    """True for ``ref:<name>``: a scripted league member with no weights."""
+    if not isinstance(module_id, str) or not module_id.startswith(REFERENCE_PREFIX):
+        return False
+    name = module_id[len(REFERENCE_PREFIX) :]
+    return len(name) <= MAX_REFERENCE_NAME and bool(_REFERENCE_NAME_RE.match(name))
+
+
+def is_frozen_id(module_id: str) -> bool:
+    """A module that never trains: a snapshot or a reference opponent."""
+    return is_snapshot_id(module_id) or is_reference_id(module_id)

@@ -60,6 +60,9 @@ class League:
             if pid not in self._players:
                 self._players[pid] = Player(pid, parse_module_id(pid).role)
                 self.ratings.set(pid, self.cfg.elo_initial)
+        for rid in self.references:
+            if rid not in self.ratings.as_dict():
+                self.ratings.set(rid, self.cfg.elo_initial)
 
     # ---- read access -------------------------------------------------------
 
@@ -72,8 +75,15 @@ class League:
         """Snapshot registry, in creation order."""
         return MappingProxyType(self._snapshots)
 
+    @property
+    def references(self) -> tuple[str, ...]:
+        """Reference opponents (``ref:<name>``): frozen scripted members named by the
+        config, always on env runners; they have payoff rows and ratings but no
+        snapshots, are never retired and never reset."""
+        return self.cfg.reference_ids()
+
     def module_ids(self) -> tuple[str, ...]:
-        return (*self._players, *self._snapshots)
+        return (*self._players, *self._snapshots, *self.references)
 
     def role(self, player: str) -> Role:
         if player not in self._players:
@@ -85,12 +95,14 @@ class League:
         if active is None:
             snaps: Mapping[str, Snapshot] = self.snapshots
         else:
-            wanted = set(active)
+            wanted = set(active) - set(self.references)  # references are always visible
             unknown = sorted(wanted - set(self._snapshots))
             if unknown:
                 raise ValueError(f"active set names unknown snapshots: {unknown}")
             snaps = {s: v for s, v in self._snapshots.items() if s in wanted}
-        return LeagueView(self.cfg, self.players, snaps, self.payoff, self.ratings.as_dict())
+        return LeagueView(
+            self.cfg, self.players, snaps, self.payoff, self.ratings.as_dict(), self.references
+        )
 
     def latest_snapshots(self, role: str | None = None) -> dict[str, str]:
         """Player -> its latest snapshot id (players without one are left out)."""

@@ -1,7 +1,7 @@
 """Matchmaking plans for env runners, and the active set they are built on.
 
 Env runners hold the trainable players plus a bounded *active set* of frozen
-snapshots; a mapping function that names any other module crashes the env
+snapshots (and the league's reference opponents, always); a mapping function that names any other module crashes the env
 step. So once per iteration (``next_plan``) each role's opponent mix is computed
 on the full league as branches (``league.core.roles.Branch``), the active set is
 chosen from them, and the plan restricts each branch to that set. Restricting
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from league.core.ids import is_player_id, is_snapshot_id
+from league.core.ids import is_frozen_id, is_player_id, is_reference_id
 from league.core.league import League
 from league.core.roles import Branch, mix
 from league.core.sampling import sample_index
@@ -67,8 +67,10 @@ class MatchmakingPlan:
             if not is_player_id(learner):
                 raise ValueError(f"learner is not a trainable player id: {learner!r}")
         for sid in self.active_set:
-            if not is_snapshot_id(sid):
-                raise ValueError(f"active-set member is not a snapshot id: {sid!r}")
+            if not is_frozen_id(sid):
+                raise ValueError(
+                    f"active-set member is not a snapshot or reference opponent id: {sid!r}"
+                )
         _check_distribution("learner_probs", self.learner_probs)
         allowed = set(self.learners) | set(self.active_set)
         for learner, ids, probs in zip(
@@ -151,12 +153,13 @@ def build_plan(
     sample from it.
     """
     active = tuple(active_set)
-    if len(active) > league.cfg.active_set_size:
+    snapshots = [m for m in active if not is_reference_id(m)]
+    if len(snapshots) > league.cfg.active_set_size:
         raise ValueError(
-            f"active set has {len(active)} members, more than active_set_size="
+            f"active set has {len(snapshots)} snapshots, more than active_set_size="
             f"{league.cfg.active_set_size}"
         )
-    unknown = sorted(set(active) - set(league.snapshots))
+    unknown = sorted(set(active) - set(league.snapshots) - set(league.references))
     if unknown:
         raise ValueError(f"active set names unknown snapshots: {unknown}")
     branches = branches if branches is not None else opponent_branches(league)
@@ -210,7 +213,8 @@ def choose_active_set(
     *,
     branches: Mapping[str, list[Branch]] | None = None,
 ) -> tuple[str, ...]:
-    """At most ``active_set_size`` snapshots for env runners to hold.
+    """The league's reference opponents (always) and at most ``active_set_size``
+    snapshots for env runners to hold.
 
     Prefers the snapshots matchmaking needs most (``snapshot_need``) but keeps
     churn low, because every change is an add/remove_module on all runners:
@@ -241,4 +245,5 @@ def choose_active_set(
         if need[best] <= need[worst] * (1.0 + cfg.active_set_hysteresis):
             break
         members[members.index(worst)] = outsiders.pop(0)
-    return tuple(members)
+    # Reference opponents are small and scripted: always loaded, outside the budget.
+    return (*league.references, *members)

@@ -74,6 +74,8 @@ class LeagueView:
     snapshots: Mapping[str, Snapshot]
     payoff: PayoffTable
     ratings: Mapping[str, float]
+    references: tuple[str, ...] = ()
+    """Reference opponents' ids (``ref:<name>``); always on env runners."""
 
     def player_ids(self, role: str | None = None) -> list[str]:
         return [p.id for p in self.players.values() if role in (None, p.role)]

@@ -9,8 +9,9 @@ explicit ``np.random.Generator``), which is what makes matchmaking testable
 without Ray.
 
 - ``MainAgent``: the product. Mixes self-play against the current mains, PFSP
-  over every snapshot, and PFSP over the snapshots it risks forgetting (main
-  snapshots it no longer beats well) plus past main exploiters. Never resets.
+  over every snapshot, PFSP over the snapshots it risks forgetting (main
+  snapshots it no longer beats well) plus past main exploiters, the live main
+  exploiters, and PFSP over the reference opponents. Never resets.
 - ``MainExploiter``: finds weaknesses of the current mains. Plays a current
   main, or -- when it cannot beat it yet, and half of the time anyway -- that
   main's snapshots as a curriculum. Resets after every snapshot, so each
@@ -147,6 +148,11 @@ class MainAgent(Role):
             Branch(cfg.main_forgotten_prob, _pfsp(view, self.player, forgotten, weighting), mains),
             Branch(
                 cfg.main_exploiter_prob, dict.fromkeys(view.player_ids(MAIN_EXPLOITER), 1.0), mains
+            ),
+            Branch(
+                cfg.main_reference_prob,
+                _pfsp(view, self.player, list(view.references), weighting),
+                mains,
             ),
         ]
 

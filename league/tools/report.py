@@ -33,7 +33,7 @@ import numpy as np
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
-from league.core.ids import is_snapshot_id
+from league.core.ids import is_player_id, is_snapshot_id
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, read_progress
 from league.store import open_store, redacted_url
 
@@ -179,7 +179,7 @@ def plot_ratings(records: Sequence[IterationRecord], path: Path, top_n: int) -> 
             series.setdefault(module, np.full(len(league), np.nan))[t] = float(rating)
     if not series:
         return None
-    players = sorted(m for m in series if not is_snapshot_id(m))
+    players = sorted(m for m in series if is_player_id(m))
     last = {m: float(v[~np.isnan(v)][-1]) for m, v in series.items()}
     snapshots = sorted((m for m in series if is_snapshot_id(m)), key=lambda m: (-last[m], m))
     shown = snapshots[:top_n]

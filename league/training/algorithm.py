@@ -21,10 +21,12 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from envs.adapters import rllib_env_class
 from envs.registry import game_spaces, get_game, import_roots
 from league.config import ConfigError, TrainConfig
+from league.core.ids import is_reference_id, reference_name
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
@@ -37,6 +39,7 @@ from rlmodules.learner_only_learner import (
     LearnerOnlyPPOLearner,
 )
 from rlmodules.masked_policy import masked_policy_spec
+from rlmodules.reference_policy import reference_policy_spec
 from rlmodules.shared_value import SHARED_VF_ID, shared_value_spec
 from rlmodules.world_model import WORLD_MODEL_ID, world_model_spec
 
@@ -61,10 +64,19 @@ def game_seats(game: str) -> list[str]:
     return seats
 
 
-def snapshot_module_spec(cfg: TrainConfig):
+def snapshot_module_spec(cfg: TrainConfig) -> RLModuleSpec:
     """Spec of a frozen opponent on env runners: inference-only, explicit spaces."""
     obs_space, act_space = game_spaces(cfg.game)
     return masked_policy_spec(obs_space, act_space, cfg.model_config, inference_only=True)
+
+
+def frozen_module_spec(cfg: TrainConfig, module_id: str) -> RLModuleSpec:
+    """Spec of a frozen league member on env runners: a snapshot's network, or a
+    reference opponent's scripted policy (no weights)."""
+    if is_reference_id(module_id):
+        obs_space, act_space = game_spaces(cfg.game)
+        return reference_policy_spec(reference_name(module_id), cfg.game, obs_space, act_space)
+    return snapshot_module_spec(cfg)
 
 
 def env_runner_class(cfg: TrainConfig) -> type[LeagueEnvRunner]:

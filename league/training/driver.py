@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from safetensors.numpy import load_file
 
 from league.config import TrainConfig
-from league.core.ids import MAIN
+from league.core.ids import MAIN, is_reference_id
 from league.core.league import League
 from league.core.match import MatchRecord
 from league.core.matchmaking import MatchmakingPlan, build_plan, next_plan
@@ -40,7 +41,12 @@ from league.core.nash import nash_weights
 from league.core.retirement import retirements
 from league.run import RunDir
 from league.snapshot import POLICY_PREFIX, WEIGHTS_FILE, player_metadata, save_snapshot
-from league.training.algorithm import game_seats, snapshot_module_spec, trainable_players
+from league.training.algorithm import (
+    frozen_module_spec,
+    game_seats,
+    snapshot_module_spec,
+    trainable_players,
+)
 from league.training.env_runner import LeagueEnvRunner, PlanMapping
 
 SEEN_EPISODES_KEPT = 200_000
@@ -165,7 +171,7 @@ class LeagueDriver:
             key = (tuple(sorted(wanted - frozen)), tuple(sorted(frozen - wanted)))
             groups.setdefault(key, []).append(index)
         for (missing, extra), indices in groups.items():
-            payload = {sid: (self._spec, self.snapshot_weights(sid)) for sid in missing}
+            payload = {sid: self._frozen_module(sid) for sid in missing}
 
             def update(er: LeagueEnvRunner, p: dict = payload, r: tuple = extra) -> list[str]:
                 return er.update_league(add=p, remove=r, mapping=mapping)
@@ -177,6 +183,13 @@ class LeagueDriver:
             if remote:  # never an empty list: RLlib reads [] as "all runners"
                 group.foreach_env_runner(update, local_env_runner=False, remote_worker_ids=remote)
         self._fresh_weights.clear()
+
+    def _frozen_module(self, module_id: str) -> tuple[RLModuleSpec, Mapping[str, np.ndarray]]:
+        """What a runner needs to hold a frozen member: its spec and its weights
+        (a reference opponent is scripted and has none)."""
+        if is_reference_id(module_id):
+            return frozen_module_spec(self.cfg, module_id), {}
+        return self._spec, self.snapshot_weights(module_id)
 
     # ---- snapshots -----------------------------------------------------------
 
@@ -269,6 +282,8 @@ class LeagueDriver:
         if "rng" in extra:
             self.rng.bit_generator.state = extra["rng"]
         wanted = extra.get("active_set", [])
-        self.active_set = tuple(s for s in wanted if s in self.league.snapshots)
+        kept = (s for s in wanted if s in self.league.snapshots)
+        # The config's reference opponents are always loaded (ones it dropped are not).
+        self.active_set = (*self.league.references, *kept)
         self.plan = build_plan(self.league, self.active_set)
         self.push()

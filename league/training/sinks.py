@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import IO, Any
 
+from league.core.ids import is_reference_id
 from league.run import IterationRecord, RunDir
 
 # RLlib learner stats worth a TensorBoard curve, per trained module.
@@ -48,7 +49,7 @@ def format_league(record: IterationRecord, active_set_size: int, top: int = 4) -
         )
     return (
         f"league: {league.size} snapshots{changes} | active "
-        f"{len(league.active_set)}/{active_set_size} | matches {league.matches} | "
+        f"{sum(not is_reference_id(m) for m in league.active_set)}/{active_set_size} | matches {league.matches} | "
         f"top " + ", ".join(f"{m} {r:.0f}" for m, r in ratings) + f" | win rate {scores}"
     )
 
