@@ -94,9 +94,7 @@ def test_reference_matches_enter_payoff_and_ratings_and_survive_state():
     cfg = LeagueConfig(reference_opponents=["minimax"], **MIX)
     league = League(cfg)
     records = [
-        MatchRecord(
-            f"e{k}", {"a": "main_0", "b": "ref:minimax"}, {"a": "loss", "b": "win"}, 5, 1
-        )
+        MatchRecord(f"e{k}", {"a": "main_0", "b": "ref:minimax"}, {"a": "loss", "b": "win"}, 5, 1)
         for k in range(10)
     ]
     assert league.record(records) == 10
