@@ -169,6 +169,9 @@ def test_league_with_minimax_member_plays_it_on_runners(ray_session, tmp_path, e
         records = []
         for iteration in range(1, 3):
             records += driver.step(iteration, algo.train()).records
+        # As on --resume: the stored state puts the reference back in the active set.
+        driver.set_state(driver.get_state())
+        assert driver.active_set[0] == "ref:minimax"
         holdings = algo.env_runner_group.foreach_env_runner(
             LeagueEnvRunner.module_ids, local_env_runner=False
         )
