@@ -36,9 +36,12 @@ MAIN = "main_0"
 EXPLOITER = "main_exploiter_0"
 
 
-def _league_games(num_timesteps: int, rare_share: float = 0.1) -> tuple[list, list[str]]:
+def _league_games(
+    num_timesteps: int, rare_share: float = 0.1, frozen_share: float = 0.5
+) -> tuple[list, list[str]]:
     """Real tictactoe games from the league's runner: the main against itself and,
-    in about `rare_share` of games, against the main exploiter or a frozen snapshot."""
+    in about `rare_share` of games, against the main exploiter or (in `frozen_share`
+    of those) a frozen snapshot."""
     cfg = TrainConfig.from_dict(
         {
             "env": "tictactoe",
@@ -55,7 +58,10 @@ def _league_games(num_timesteps: int, rare_share: float = 0.1) -> tuple[list, li
         learners=(MAIN, EXPLOITER),
         learner_probs=(1.0, 0.0),
         opponents=((MAIN, EXPLOITER, frozen), (MAIN,)),
-        opponent_probs=((1.0 - rare_share, rare_share / 2, rare_share / 2), (1.0,)),
+        opponent_probs=(
+            (1.0 - rare_share, rare_share * (1.0 - frozen_share), rare_share * frozen_share),
+            (1.0,),
+        ),
         active_set=(frozen,),
     )
     seats = ["player_1", "player_2"]
@@ -91,7 +97,8 @@ def test_whole_games_spread_every_player_over_every_learner(ray_session):
 
 def test_a_player_with_one_game_is_copied_to_every_learner(ray_session):
     games, players = _league_games(600, rare_share=0.0)
-    lone, _ = _league_games(60, rare_share=1.0)
+    # Every game against the exploiter, so there is always one (the runner is unseeded).
+    lone, _ = _league_games(60, rare_share=1.0, frozen_share=0.0)
     lone = [g for g in lone if EXPLOITER in _steps([g])][:1]
     assert lone
     shards = shard_whole_games(games + lone, 3, players)
