@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from envs.opponents import make_opponent, reference_opponents
+from envs.opponents import make_opponent
 from envs.registry import REGISTRY_NAMES, get_game, make_game_id, registry_defaults
 from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
@@ -309,21 +309,14 @@ class TrainConfig:
         self._check_ranges()
 
     def _check_reference_opponents(self) -> None:
-        """Every league reference opponent must exist for this game (a bot given by
-        import path is built once here, so a broken one fails before training)."""
-        known = reference_opponents(self.game)
+        """Every league reference opponent must exist for this game (`make_opponent`
+        refuses unknown names; a bot given by import path is built once here, so a
+        broken one fails before training)."""
         for name in self.league.reference_opponents:
-            if ":" not in name and name not in known:
-                raise ConfigError(
-                    f"league.reference_opponents: {name!r} is not an opponent of game "
-                    f"{self.game!r} (its opponents: {', '.join(known)}; or give a bot as "
-                    "package.module:callable)"
-                )
-            if ":" in name:
-                try:
-                    make_opponent(name, self.game)
-                except Exception as err:  # the user's bot: any failure is a config error
-                    raise ConfigError(f"league.reference_opponents: {err}") from None
+            try:
+                make_opponent(name, self.game)
+            except Exception as err:  # a user's bot: any failure is a config error
+                raise ConfigError(f"league.reference_opponents: {err}") from None
 
     def _check_ranges(self) -> None:
         """Numbers a run cannot use: non-finite floats, values outside their meaning,

@@ -50,7 +50,9 @@ def test_config_refuses_bad_reference_lists():
 
 def test_train_config_checks_the_opponent_exists_for_the_game():
     league = {"reference_opponents": ["search"], **MIX}
-    with pytest.raises(ConfigError, match="'search' is not an opponent of game 'tictactoe'"):
+    with pytest.raises(
+        ConfigError, match="unknown opponent 'search' for game 'tictactoe'; valid opponents"
+    ):
         TrainConfig.from_dict({"env": "tictactoe", "league": league})
     league["reference_opponents"] = ["tests.no_such_module:Bot"]
     with pytest.raises(ConfigError, match="cannot import module 'tests.no_such_module'"):
