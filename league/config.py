@@ -171,6 +171,17 @@ class TrainConfig:
     minibatch_size: int = field(default=500, metadata=_help("PPO SGD minibatch size."))
     num_epochs: int = field(default=6, metadata=_help("PPO epochs over each train batch."))
     lr: float = field(default=3e-4, metadata=_help("Adam learning rate."))
+    lr_final: float | None = field(
+        default=None,
+        metadata=_help(
+            "Anneal the learning rate linearly from lr to this over lr_anneal_steps env "
+            "steps, then keep it (RLlib's lr schedule); none keeps lr constant."
+        ),
+    )
+    lr_anneal_steps: int = field(
+        default=3_000_000,
+        metadata=_help("Env steps (all players together) over which lr falls to lr_final."),
+    )
     gamma: float = field(default=0.99, metadata=_help("Discount factor."))
     lambda_: float = field(default=0.95, metadata=_help("GAE lambda."))
     clip_param: float = field(default=0.2, metadata=_help("PPO clip parameter."))
@@ -285,6 +296,8 @@ class TrainConfig:
         for name in ("num_envs_per_env_runner", "train_batch_size", "minibatch_size", "num_epochs"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr_anneal_steps < 1:
+            raise ConfigError(f"lr_anneal_steps must be >= 1, got {self.lr_anneal_steps}")
         for name in (
             "num_env_runners",
             "eval_interval",
@@ -323,6 +336,7 @@ class TrainConfig:
         and sizes past any plausible run (so a typo cannot ask for the machine)."""
         floats = (  # name, low, high, low excluded
             ("lr", 0.0, 1.0, True),
+            ("lr_final", 0.0, 1.0, True),
             ("gamma", 0.0, 1.0, True),
             ("lambda_", 0.0, 1.0, False),
             ("clip_param", 0.0, 10.0, True),
@@ -351,6 +365,7 @@ class TrainConfig:
             ("num_envs_per_env_runner", 4096),
             ("eval_games", 1_000_000),
             ("random_opening_moves", 1000),
+            ("lr_anneal_steps", 10**12),
         )
         for name, high in ints:
             if getattr(self, name) > high:
@@ -448,6 +463,13 @@ class TrainConfig:
         if self.mode != "league" or coeff is None:
             return {}
         return {p: {"entropy_coeff": coeff} for p in players if parse_module_id(p).role != MAIN}
+
+    def lr_schedule(self) -> float | list[list[float]]:
+        """RLlib's `lr`: the constant rate, or a piecewise-linear schedule over the
+        lifetime env steps sampled when lr_final is set."""
+        if self.lr_final is None:
+            return self.lr
+        return [[0, self.lr], [self.lr_anneal_steps, self.lr_final]]
 
     def player_entropy_coeff(self) -> float:
         """The players' entropy bonus: the league's own in league mode when it sets one."""

@@ -246,3 +246,23 @@ def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path):
     assert all(is_snapshot_id(m) for m in mixture.ids)
     records = evaluate("tictactoe", mixture, RandomPlayer(), 10, seed=0)
     assert sum(r.games for r in records) == 20
+
+
+def test_learning_rate_anneals_to_its_final_value(ray_session):
+    """`lr_final` reaches RLlib as a schedule over lifetime env steps: after
+    `lr_anneal_steps` the players' optimizers run at the final rate."""
+    tiny = {**TINY, "train_batch_size": 400, "minibatch_size": 200, "num_epochs": 1}
+    cfg = TrainConfig(**tiny, seed=0, mode="league", lr_final=1e-5, lr_anneal_steps=400)
+    assert cfg.lr_schedule() == [[0, 1e-3], [400, 1e-5]]
+    algo = build_ppo_config(cfg).build_algo()
+    try:
+        rates = [algo.train()["learners"][MAIN_PLAYER]["default_optimizer_learning_rate"]]
+        rates.append(algo.train()["learners"][MAIN_PLAYER]["default_optimizer_learning_rate"])
+    finally:
+        algo.stop()
+    assert rates[0] < 1e-3 and rates[1] == pytest.approx(1e-5), rates
+    assert TrainConfig(**tiny).lr_schedule() == 1e-3  # unset: a constant rate
+    with pytest.raises(ValueError, match="lr_final must be in"):
+        TrainConfig(**tiny, lr_final=0.0)
+    with pytest.raises(ValueError, match="lr_anneal_steps must be >= 1"):
+        TrainConfig(**tiny, lr_final=1e-4, lr_anneal_steps=0)

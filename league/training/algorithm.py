@@ -213,7 +213,7 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         train_batch_size_per_learner=-(-cfg.train_batch_size // max(1, cfg.num_learners)),
         minibatch_size=cfg.minibatch_size,
         num_epochs=cfg.num_epochs,
-        lr=cfg.lr,
+        lr=cfg.lr_schedule(),
         gamma=cfg.gamma,
         lambda_=cfg.lambda_,
         clip_param=cfg.clip_param,
@@ -252,7 +252,7 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
         league_settings(APPOConfig(), cfg, plan)
         .training(
             train_batch_size_per_learner=cfg.train_batch_size,
-            lr=cfg.lr,
+            lr=cfg.lr_schedule(),
             gamma=cfg.gamma,
             clip_param=cfg.clip_param,
             entropy_coeff=cfg.player_entropy_coeff(),
