@@ -45,6 +45,11 @@ MODES = ("league", "selfplay")
 ALGOS = ("ppo", "appo")
 
 
+def _schedule(start: float, final: float | None, steps: int) -> float | list[list[float]]:
+    """A constant, or RLlib's piecewise-linear schedule from start to final."""
+    return start if final is None else [[0, start], [steps, final]]
+
+
 @dataclass
 class TrainConfig:
     """Every setting of a training run. One typed field with help text per setting:
@@ -174,18 +179,29 @@ class TrainConfig:
     lr_final: float | None = field(
         default=None,
         metadata=_help(
-            "Anneal the learning rate linearly from lr to this over lr_anneal_steps env "
+            "Anneal the learning rate linearly from lr to this over anneal_steps env "
             "steps, then keep it (RLlib's lr schedule); none keeps lr constant."
         ),
-    )
-    lr_anneal_steps: int = field(
-        default=3_000_000,
-        metadata=_help("Env steps (all players together) over which lr falls to lr_final."),
     )
     gamma: float = field(default=0.99, metadata=_help("Discount factor."))
     lambda_: float = field(default=0.95, metadata=_help("GAE lambda."))
     clip_param: float = field(default=0.2, metadata=_help("PPO clip parameter."))
     entropy_coeff: float = field(default=0.01, metadata=_help("Entropy bonus coefficient."))
+    entropy_coeff_final: float | None = field(
+        default=None,
+        metadata=_help(
+            "Anneal the players' entropy bonus (entropy_coeff, or league.entropy_coeff in "
+            "league mode) linearly to this over anneal_steps env steps; none keeps it "
+            "constant. Exploiters with league.exploiter_entropy_coeff keep theirs."
+        ),
+    )
+    anneal_steps: int = field(
+        default=3_000_000,
+        metadata=_help(
+            "Env steps (all players together, RLlib's lifetime count) over which lr and "
+            "the entropy bonus reach lr_final and entropy_coeff_final."
+        ),
+    )
     vf_loss_coeff: float = field(default=0.5, metadata=_help("Value loss coefficient."))
     # Model
     hidden_sizes: list[int] = field(
@@ -296,8 +312,8 @@ class TrainConfig:
         for name in ("num_envs_per_env_runner", "train_batch_size", "minibatch_size", "num_epochs"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.lr_anneal_steps < 1:
-            raise ConfigError(f"lr_anneal_steps must be >= 1, got {self.lr_anneal_steps}")
+        if self.anneal_steps < 1:
+            raise ConfigError(f"anneal_steps must be >= 1, got {self.anneal_steps}")
         for name in (
             "num_env_runners",
             "eval_interval",
@@ -341,6 +357,7 @@ class TrainConfig:
             ("lambda_", 0.0, 1.0, False),
             ("clip_param", 0.0, 10.0, True),
             ("entropy_coeff", 0.0, 100.0, False),
+            ("entropy_coeff_final", 0.0, 100.0, False),
             ("vf_loss_coeff", 0.0, 1000.0, False),
             ("curiosity_coeff", 0.0, 1000.0, False),
             ("default_stop_minutes", 0.0, None, True),
@@ -365,7 +382,7 @@ class TrainConfig:
             ("num_envs_per_env_runner", 4096),
             ("eval_games", 1_000_000),
             ("random_opening_moves", 1000),
-            ("lr_anneal_steps", 10**12),
+            ("anneal_steps", 10**12),
         )
         for name, high in ints:
             if getattr(self, name) > high:
@@ -467,15 +484,15 @@ class TrainConfig:
     def lr_schedule(self) -> float | list[list[float]]:
         """RLlib's `lr`: the constant rate, or a piecewise-linear schedule over the
         lifetime env steps sampled when lr_final is set."""
-        if self.lr_final is None:
-            return self.lr
-        return [[0, self.lr], [self.lr_anneal_steps, self.lr_final]]
+        return _schedule(self.lr, self.lr_final, self.anneal_steps)
 
-    def player_entropy_coeff(self) -> float:
-        """The players' entropy bonus: the league's own in league mode when it sets one."""
+    def player_entropy_coeff(self) -> float | list[list[float]]:
+        """The players' entropy bonus (the league's own in league mode when it sets
+        one), as a schedule when entropy_coeff_final is set."""
+        start = self.entropy_coeff
         if self.mode == "league" and self.league.entropy_coeff is not None:
-            return self.league.entropy_coeff
-        return self.entropy_coeff
+            start = self.league.entropy_coeff
+        return _schedule(start, self.entropy_coeff_final, self.anneal_steps)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:

@@ -248,21 +248,32 @@ def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path):
     assert sum(r.games for r in records) == 20
 
 
-def test_learning_rate_anneals_to_its_final_value(ray_session):
-    """`lr_final` reaches RLlib as a schedule over lifetime env steps: after
-    `lr_anneal_steps` the players' optimizers run at the final rate."""
+def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_session):
+    """`lr_final` and `entropy_coeff_final` reach RLlib as schedules over lifetime env
+    steps: after `anneal_steps` the players train at the final values, while an
+    exploiter with its own bonus keeps it."""
     tiny = {**TINY, "train_batch_size": 400, "minibatch_size": 200, "num_epochs": 1}
-    cfg = TrainConfig(**tiny, seed=0, mode="league", lr_final=1e-5, lr_anneal_steps=400)
+    cfg = TrainConfig(
+        **tiny, seed=0, mode="league", entropy_coeff=0.05, entropy_coeff_final=0.01,
+        lr_final=1e-5, anneal_steps=400, league={"exploiter_entropy_coeff": 0.002},
+    )  # fmt: skip
     assert cfg.lr_schedule() == [[0, 1e-3], [400, 1e-5]]
+    assert cfg.player_entropy_coeff() == [[0, 0.05], [400, 0.01]]
     algo = build_ppo_config(cfg).build_algo()
     try:
-        rates = [algo.train()["learners"][MAIN_PLAYER]["default_optimizer_learning_rate"]]
-        rates.append(algo.train()["learners"][MAIN_PLAYER]["default_optimizer_learning_rate"])
+        first, second = (algo.train()["learners"] for _ in range(2))
     finally:
         algo.stop()
-    assert rates[0] < 1e-3 and rates[1] == pytest.approx(1e-5), rates
-    assert TrainConfig(**tiny).lr_schedule() == 1e-3  # unset: a constant rate
+    rate, bonus = "default_optimizer_learning_rate", "curr_entropy_coeff"
+    assert first[MAIN_PLAYER][rate] < 1e-3 and first[MAIN_PLAYER][bonus] < 0.05, first
+    assert second[MAIN_PLAYER][rate] == pytest.approx(1e-5)
+    assert second[MAIN_PLAYER][bonus] == pytest.approx(0.01)
+    assert second["main_exploiter_0"][bonus] == pytest.approx(0.002)
+    unset = TrainConfig(**tiny)  # constants
+    assert unset.lr_schedule() == 1e-3 and unset.player_entropy_coeff() == unset.entropy_coeff
     with pytest.raises(ValueError, match="lr_final must be in"):
         TrainConfig(**tiny, lr_final=0.0)
-    with pytest.raises(ValueError, match="lr_anneal_steps must be >= 1"):
-        TrainConfig(**tiny, lr_final=1e-4, lr_anneal_steps=0)
+    with pytest.raises(ValueError, match="entropy_coeff_final must be in"):
+        TrainConfig(**tiny, entropy_coeff_final=-0.1)
+    with pytest.raises(ValueError, match="anneal_steps must be >= 1"):
+        TrainConfig(**tiny, lr_final=1e-4, anneal_steps=0)
