@@ -8,7 +8,9 @@ allows it:
 - rps: exact exploitability per round (a best response over the 15 rounds, by
   dynamic programming on what the policy observes; 0 = uniform play);
 - tictactoe: exact exploitability in both seats, greedy and sampled (full game-tree
-  best response), and W/D/L against a uniformly random player;
+  best response), W/D/L against a uniformly random player and, for the league, the
+  sampled second seat's mean and max over the main's last `--late-snapshots`
+  snapshots (the final iterate alone swings from 0.03 to 0.8 between snapshots);
 - kuhn_poker, leduc_poker (OpenSpiel): exact exploitability (OpenSpiel's own
   `exploitability`, NashConv/2) of the main and, for the league, of its Nash
   mixture over snapshots (`league export --mixture`, reach-weighted);
@@ -74,6 +76,27 @@ def steps(run: RunDir) -> tuple[int, int]:
     return total, int(players.get(MAIN, {}).get("steps", 0))
 
 
+def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
+    """The main's last ``count`` snapshots (by version), oldest first; none in self-play."""
+    mains = [p for p in run.snapshot_dirs() if p.name.startswith(MAIN + "@")]
+    return sorted(mains, key=lambda p: int(p.name.rpartition("@")[2]))[-count:]
+
+
+def late_second_seat(game: str, run: RunDir, count: int) -> dict[str, float]:
+    """Sampled second-seat exploitability over the main's last snapshots: the final
+    main is one draw from a last iterate that swings between snapshots."""
+    values = [
+        tictactoe_exploitability(load_policy(path, game=game).action_probs).as_second
+        for path in late_main_snapshots(run, count)
+    ]
+    if not values:
+        return {}
+    return {
+        f"late {len(values)} snapshots sampled 2nd mean": sum(values) / len(values),
+        "max": max(values),
+    }
+
+
 def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float]:
     policy = load_policy(run.player_dir(MAIN), game=game)
     row: dict[str, float] = {}
@@ -90,6 +113,7 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
         }
         for seat in evaluate(game, policy, RandomPlayer(), args.random_games, seed=1):
             row[f"losses vs random ({seat.seat})"] = float(seat.losses)
+        row |= late_second_seat(game, run, args.late_snapshots)
     elif game in ("kuhn_poker", "leduc_poker"):
         row["exploitability"] = openspiel_exploitability(game, policy)
         mixture = run.path / "nash-mixture"
@@ -132,6 +156,12 @@ def main() -> None:
     parser.add_argument("--random-games", type=int, default=1000)
     parser.add_argument("--h2h-games", type=int, default=1000)
     parser.add_argument("--probe-minutes", type=float, default=5.0)
+    parser.add_argument(
+        "--late-snapshots",
+        type=int,
+        default=10,
+        help="tictactoe league runs: also the main's last N snapshots' second seat",
+    )
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument(
         "--extra",
