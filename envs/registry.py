@@ -114,9 +114,8 @@ _POKER_DEFAULTS: dict[str, Any] = {
 # (seed 1) head to head against the self-play main (0.41 with the previous mix,
 # exploiter from scratch and a league exploiter; 0.29 with the generic mix); on
 # tictactoe its second seat improved (sampled exploitability 0.200 against 0.235)
-# but stays behind self-play's. Minimax as a league member (main_reference_prob
-# 0.2 from self-play) did not help there (0.233); connect_four adds its search
-# player (below).
+# but stayed behind self-play's; both games add a reference opponent as a league
+# member (below).
 _BOARD_GAME_LEAGUE: dict[str, Any] = {
     "num_league_exploiters": 0,
     "main_learner_share": 0.8,
