@@ -158,8 +158,9 @@ _REGISTRY: dict[str, _Entry] = {
             # main's games: it punishes every blunder on the lines a best response
             # would steer into, which self-play and the exploiter rarely reach. With
             # the annealed bonus, the main's last 10 snapshots' sampled second seat
-            # was 0.012 on average (max 0.020), against 0.31 without either and 0.24
-            # with minimax in 20% of games (README, league benchmark).
+            # was 0.012 on average (max 0.020) on seed 0 and 0.129 on seed 1, against
+            # 0.31 without either and 0.24 with minimax in 20% of games (seed 0;
+            # README, league benchmark).
             "league": {
                 **_BOARD_GAME_LEAGUE,
                 "reference_opponents": ["minimax"],
