@@ -146,7 +146,8 @@ _REGISTRY: dict[str, _Entry] = {
             # 0.038 / 0.112, both greedy 0 / 0.
             "entropy_coeff": 0.06,
             # Annealed to 0.01 over a 15-minute run's env steps: the first seat turns
-            # near-exact (sampled exploitability 0.000-0.003 against 0.02-0.04).
+            # near-exact (late snapshots' sampled exploitability 0.000-0.008 against
+            # 0.02-0.04).
             "entropy_coeff_final": 0.01,
             "anneal_steps": 3_000_000,
             "random_opening_moves": 3,

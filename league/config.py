@@ -309,11 +309,15 @@ class TrainConfig:
             except ValueError as err:
                 raise ConfigError(f"league: {err}") from err
         self._check_reference_opponents()
-        for name in ("num_envs_per_env_runner", "train_batch_size", "minibatch_size", "num_epochs"):
+        for name in (
+            "num_envs_per_env_runner",
+            "train_batch_size",
+            "minibatch_size",
+            "num_epochs",
+            "anneal_steps",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.anneal_steps < 1:
-            raise ConfigError(f"anneal_steps must be >= 1, got {self.anneal_steps}")
         for name in (
             "num_env_runners",
             "eval_interval",

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from envs.opponents import RandomPlayer
+from league.core.ids import parse_module_id
 from league.run import RunDir
 from league.snapshot import load_policy
 from league.store import open_store
@@ -78,8 +79,9 @@ def steps(run: RunDir) -> tuple[int, int]:
 
 def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
     """The main's last ``count`` snapshots (by version), oldest first; none in self-play."""
-    mains = [p for p in run.snapshot_dirs() if p.name.startswith(MAIN + "@")]
-    return sorted(mains, key=lambda p: int(p.name.rpartition("@")[2]))[-count:]
+    ids = {p: parse_module_id(p.name) for p in run.snapshot_dirs()}
+    mains = [p for p, mid in ids.items() if mid.player == MAIN]
+    return sorted(mains, key=lambda p: ids[p].version)[-count:]
 
 
 def late_second_seat(game: str, run: RunDir, count: int) -> dict[str, float]:
