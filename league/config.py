@@ -203,6 +203,14 @@ class TrainConfig:
         ),
     )
     vf_loss_coeff: float = field(default=0.5, metadata=_help("Value loss coefficient."))
+    vf_clip_param: float = field(
+        default=10.0,
+        metadata=_help(
+            "PPO clips each sample's squared value error at this (RLlib's vf_clip_param): "
+            "errors beyond it teach the value head nothing, so it must exceed the squared "
+            "return scale (poker returns reach 13 chips)."
+        ),
+    )
     # Model
     hidden_sizes: list[int] = field(
         default_factory=lambda: list(DEFAULT_HIDDEN_SIZES),
@@ -363,6 +371,7 @@ class TrainConfig:
             ("entropy_coeff", 0.0, 100.0, False),
             ("entropy_coeff_final", 0.0, 100.0, False),
             ("vf_loss_coeff", 0.0, 1000.0, False),
+            ("vf_clip_param", 0.0, 1e9, True),
             ("curiosity_coeff", 0.0, 1000.0, False),
             ("default_stop_minutes", 0.0, None, True),
             ("stop_minutes", 0.0, None, True),
@@ -491,12 +500,15 @@ class TrainConfig:
         return _schedule(self.lr, self.lr_final, self.anneal_steps)
 
     def player_entropy_coeff(self) -> float | list[list[float]]:
-        """The players' entropy bonus (the league's own in league mode when it sets
-        one), as a schedule when entropy_coeff_final is set."""
-        start = self.entropy_coeff
-        if self.mode == "league" and self.league.entropy_coeff is not None:
-            start = self.league.entropy_coeff
-        return _schedule(start, self.entropy_coeff_final, self.anneal_steps)
+        """The players' entropy bonus, as a schedule when it anneals; in league mode
+        the league's own start and final values take precedence where set."""
+        start, final = self.entropy_coeff, self.entropy_coeff_final
+        if self.mode == "league":
+            if self.league.entropy_coeff is not None:
+                start = self.league.entropy_coeff
+            if self.league.entropy_coeff_final is not None:
+                final = self.league.entropy_coeff_final
+        return _schedule(start, final, self.anneal_steps)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:

@@ -13,7 +13,8 @@ allows it:
   snapshots (the final iterate alone swings from 0.03 to 0.8 between snapshots);
 - kuhn_poker, leduc_poker (OpenSpiel): exact exploitability (OpenSpiel's own
   `exploitability`, NashConv/2) of the main and, for the league, of its Nash
-  mixture over snapshots (`league export --mixture`, reach-weighted);
+  mixture over snapshots (`league export --mixture`, reach-weighted) and the mean
+  and max over the main's last `--late-snapshots` snapshots;
 - connect_four: the two mains head to head (both sampling, seats alternating), and
   an approximate exploitability of each: the win rate of a best response trained
   against it for `--probe-minutes` (`league probe`).
@@ -36,7 +37,7 @@ from pathlib import Path
 from envs.opponents import RandomPlayer
 from league.core.ids import parse_module_id
 from league.run import RunDir
-from league.snapshot import load_policy
+from league.snapshot import SnapshotPolicy, load_policy
 from league.store import open_store
 from league.tools.evaluation import evaluate
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
@@ -84,17 +85,28 @@ def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
     return sorted(mains, key=lambda p: ids[p].version)[-count:]
 
 
-def late_second_seat(game: str, run: RunDir, count: int) -> dict[str, float]:
-    """Sampled second-seat exploitability over the main's last snapshots: the final
-    main is one draw from a last iterate that swings between snapshots."""
+def late_snapshots(game: str, run: RunDir, count: int) -> dict[str, float]:
+    """Exploitability over the main's last snapshots (tictactoe: the sampled second
+    seat; poker: OpenSpiel's): the final main is one draw from a last iterate that
+    swings between snapshots."""
+    if game == "tictactoe":
+        label = "sampled 2nd"
+
+        def exploitability_of(policy: SnapshotPolicy) -> float:
+            return tictactoe_exploitability(policy.action_probs).as_second
+    else:
+        label = "expl"
+
+        def exploitability_of(policy: SnapshotPolicy) -> float:
+            return openspiel_exploitability(game, policy)
+
     values = [
-        tictactoe_exploitability(load_policy(path, game=game).action_probs).as_second
-        for path in late_main_snapshots(run, count)
+        exploitability_of(load_policy(path, game=game)) for path in late_main_snapshots(run, count)
     ]
     if not values:
         return {}
     return {
-        f"late {len(values)} snapshots sampled 2nd mean": sum(values) / len(values),
+        f"late {len(values)} snapshots {label} mean": sum(values) / len(values),
         "max": max(values),
     }
 
@@ -115,7 +127,7 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
         }
         for seat in evaluate(game, policy, RandomPlayer(), args.random_games, seed=1):
             row[f"losses vs random ({seat.seat})"] = float(seat.losses)
-        row |= late_second_seat(game, run, args.late_snapshots)
+        row |= late_snapshots(game, run, args.late_snapshots)
     elif game in ("kuhn_poker", "leduc_poker"):
         row["exploitability"] = openspiel_exploitability(game, policy)
         mixture = run.path / "nash-mixture"
@@ -124,6 +136,7 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
                 command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
                 subprocess.run([*command, "--out", str(mixture)], check=True)
             row["mixture exploitability"] = openspiel_exploitability(game, load_policy(mixture))
+        row |= late_snapshots(game, run, args.late_snapshots)
     elif game == "connect_four":
         row |= probe_row(run, args.probe_minutes)
     return row
@@ -162,7 +175,7 @@ def main() -> None:
         "--late-snapshots",
         type=int,
         default=10,
-        help="tictactoe league runs: also the main's last N snapshots' second seat",
+        help="league runs of tictactoe and poker: also the main's last N snapshots",
     )
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument(

@@ -277,3 +277,26 @@ def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_sessio
         TrainConfig(**tiny, entropy_coeff_final=-0.1)
     with pytest.raises(ValueError, match="anneal_steps must be >= 1"):
         TrainConfig(**tiny, lr_final=1e-4, anneal_steps=0)
+
+
+def test_league_anneals_its_own_bonus_while_self_play_keeps_the_runs():
+    """`league.entropy_coeff_final` anneals the players in league mode only; the run's
+    `entropy_coeff_final` stays self-play's (constant when unset)."""
+    both = {**TINY, "entropy_coeff": 0.06, "league": {"entropy_coeff_final": 0.01}}
+    league = TrainConfig(**both, mode="league", anneal_steps=1000)
+    assert league.player_entropy_coeff() == [[0, 0.06], [1000, 0.01]]
+    assert TrainConfig(**both, mode="selfplay").player_entropy_coeff() == 0.06
+    overridden = TrainConfig(**both, mode="league", entropy_coeff_final=0.03)
+    assert overridden.player_entropy_coeff() == [[0, 0.06], [3_000_000, 0.01]]
+    assert TrainConfig(**{**both, "entropy_coeff_final": 0.03}, mode="selfplay").player_entropy_coeff() == [
+        [0, 0.06], [3_000_000, 0.03]
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="entropy_coeff_final"):
+        TrainConfig(**TINY, league={"entropy_coeff_final": -1.0})
+
+
+def test_value_error_clip_reaches_ppo():
+    """`vf_clip_param` is RLlib's: large returns (poker) need it above their square."""
+    assert build_ppo_config(TrainConfig(**TINY, vf_clip_param=500.0)).vf_clip_param == 500.0
+    with pytest.raises(ValueError, match="vf_clip_param must be in"):
+        TrainConfig(**TINY, vf_clip_param=0.0)

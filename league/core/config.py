@@ -232,6 +232,15 @@ class LeagueConfig:
             "a deterministic main loses every game to a best response wherever it has a hole."
         ),
     )
+    entropy_coeff_final: float | None = field(
+        default=None,
+        metadata=_help(
+            "Anneal the players' entropy bonus to this in league mode (unset: the run's "
+            "entropy_coeff_final). Lets a league anneal while self-play keeps a constant "
+            "bonus (tictactoe: annealing helped the league main's second seat and hurt "
+            "self-play's)."
+        ),
+    )
     exploiter_entropy_coeff: float | None = field(
         default=None,
         metadata=_help(
@@ -298,7 +307,7 @@ class LeagueConfig:
         _check_int(self, "active_set_size", minimum=1)
         _check_int(self, "active_set_max_swaps", minimum=0)
         _check_float(self, "active_set_hysteresis", low=0.0)
-        for name in ("entropy_coeff", "exploiter_entropy_coeff"):
+        for name in ("entropy_coeff", "entropy_coeff_final", "exploiter_entropy_coeff"):
             if getattr(self, name) is not None:
                 _check_float(self, name, low=0.0, high=100.0)
         _check_float(self, "elo_initial")

@@ -219,6 +219,7 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         clip_param=cfg.clip_param,
         entropy_coeff=cfg.player_entropy_coeff(),
         vf_loss_coeff=cfg.vf_loss_coeff,
+        vf_clip_param=cfg.vf_clip_param,
         # Policies without a value head have no value loss; the shared one has its own.
         use_critic=not cfg.shared_vf,
     )
