@@ -9,7 +9,7 @@ allows it:
   dynamic programming on what the policy observes; 0 = uniform play);
 - tictactoe: exact exploitability in both seats, greedy and sampled (full game-tree
   best response), W/D/L against a uniformly random player and, for the league, the
-  sampled second seat's mean and max over the main's last `--late-snapshots`
+  sampled exploitability's mean and max per seat over the main's last `--late-snapshots`
   snapshots (the final iterate alone swings from 0.03 to 0.8 between snapshots);
 - kuhn_poker, leduc_poker (OpenSpiel): exact exploitability (OpenSpiel's own
   `exploitability`, NashConv/2) of the main and, for the league, of its Nash
@@ -37,7 +37,7 @@ from pathlib import Path
 from envs.opponents import RandomPlayer
 from league.core.ids import parse_module_id
 from league.run import RunDir
-from league.snapshot import SnapshotPolicy, load_policy
+from league.snapshot import load_policy
 from league.store import open_store
 from league.tools.evaluation import evaluate
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
@@ -86,29 +86,25 @@ def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
 
 
 def late_snapshots(game: str, run: RunDir, count: int) -> dict[str, float]:
-    """Exploitability over the main's last snapshots (tictactoe: the sampled second
-    seat; poker: OpenSpiel's): the final main is one draw from a last iterate that
-    swings between snapshots."""
-    if game == "tictactoe":
-        label = "sampled 2nd"
-
-        def exploitability_of(policy: SnapshotPolicy) -> float:
-            return tictactoe_exploitability(policy.action_probs).as_second
-    else:
-        label = "expl"
-
-        def exploitability_of(policy: SnapshotPolicy) -> float:
-            return openspiel_exploitability(game, policy)
-
-    values = [
-        exploitability_of(load_policy(path, game=game)) for path in late_main_snapshots(run, count)
-    ]
-    if not values:
+    """Exploitability over the main's last snapshots (tictactoe: sampled, each seat;
+    poker: OpenSpiel's): the final main is one draw from a last iterate that swings
+    between snapshots."""
+    policies = [load_policy(path, game=game) for path in late_main_snapshots(run, count)]
+    if not policies:
         return {}
-    return {
-        f"late {len(values)} snapshots {label} mean": sum(values) / len(values),
-        "max": max(values),
-    }
+    if game == "tictactoe":
+        seats = [tictactoe_exploitability(p.action_probs) for p in policies]
+        series = {
+            "sampled 1st": [s.as_first for s in seats],
+            "sampled 2nd": [s.as_second for s in seats],
+        }
+    else:
+        series = {"expl": [openspiel_exploitability(game, p) for p in policies]}
+    row: dict[str, float] = {}
+    for label, values in series.items():
+        row[f"late {len(values)} snapshots {label} mean"] = sum(values) / len(values)
+        row[f"{label} max"] = max(values)
+    return row
 
 
 def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float]:
