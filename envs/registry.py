@@ -180,9 +180,10 @@ _REGISTRY: dict[str, _Entry] = {
             # README, league benchmark).
             "league": {
                 **_BOARD_GAME_LEAGUE,
-                # Annealed to 0.01 over a 15-minute run's env steps: the first seat
-                # turns near-exact (late snapshots' sampled exploitability
-                # 0.000-0.008 against 0.02-0.04).
+                # Annealed to 0.01 over a 15-minute run's env steps: on seed 0 the
+                # first seat turned near-exact (late snapshots' sampled
+                # exploitability 0.000-0.008 against 0.02-0.04); on seed 2 it did
+                # not (late 10 mean 0.157, final 0.367, greedy lost; README).
                 "entropy_coeff_final": 0.01,
                 "reference_opponents": ["minimax"],
                 "main_reference_prob": 0.4,
