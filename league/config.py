@@ -211,6 +211,18 @@ class TrainConfig:
             "return scale (poker returns reach 13 chips)."
         ),
     )
+    magnet_coeff: float = field(
+        default=0.0,
+        metadata=_help(
+            "Add magnet_coeff * KL(policy || magnet) to each player's loss, the magnet a "
+            "frozen copy of the player refreshed every magnet_interval iterations "
+            "(adaptively perturbed mirror descent: steadies the last iterate); 0 = off."
+        ),
+    )
+    magnet_interval: int = field(
+        default=10,
+        metadata=_help("Training iterations between refreshes of each player's magnet."),
+    )
     # Model
     hidden_sizes: list[int] = field(
         default_factory=lambda: list(DEFAULT_HIDDEN_SIZES),
@@ -323,6 +335,7 @@ class TrainConfig:
             "minibatch_size",
             "num_epochs",
             "anneal_steps",
+            "magnet_interval",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -372,6 +385,7 @@ class TrainConfig:
             ("entropy_coeff_final", 0.0, 100.0, False),
             ("vf_loss_coeff", 0.0, 1000.0, False),
             ("vf_clip_param", 0.0, 1e9, True),
+            ("magnet_coeff", 0.0, 1000.0, False),
             ("curiosity_coeff", 0.0, 1000.0, False),
             ("default_stop_minutes", 0.0, None, True),
             ("stop_minutes", 0.0, None, True),
@@ -396,6 +410,7 @@ class TrainConfig:
             ("eval_games", 1_000_000),
             ("random_opening_moves", 1000),
             ("anneal_steps", 10**12),
+            ("magnet_interval", 10**9),
         )
         for name, high in ints:
             if getattr(self, name) > high:

@@ -23,6 +23,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
 
+from rlmodules.magnet import MagnetRegularized
 from rlmodules.minibatches import MODULE_MINIBATCHES, PerModuleEpochIterator
 
 
@@ -43,10 +44,11 @@ def insert_drop_untrained_modules(learner: Learner) -> None:
         learner._learner_connector.insert_after(AgentToModuleMapping, DropUntrainedModules())
 
 
-class LeaguePPOLearner(PPOTorchLearner):
+class LeaguePPOLearner(MagnetRegularized, PPOTorchLearner):
     """PPO's learner minus frozen snapshots' rows, with per-module epochs
     (`PerModuleEpochIterator`: each player gets `num_epochs` passes over its own
-    rows, not as many updates as the player with the most rows)."""
+    rows, not as many updates as the player with the most rows) and the optional
+    pull toward each player's magnet (`MagnetRegularized`)."""
 
     @override(PPOTorchLearner)
     def build(self) -> None:
@@ -73,7 +75,7 @@ class LeaguePPOLearner(PPOTorchLearner):
         )
 
 
-class LeagueAPPOLearner(APPOTorchLearner):
+class LeagueAPPOLearner(MagnetRegularized, APPOTorchLearner):
     """APPO's learner updates in a background thread that keeps going while the driver
     reads weights (snapshots, checkpoints) and writes them (league resets). A write
     in the middle of an update breaks its backward pass (autograd sees a parameter

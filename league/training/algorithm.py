@@ -38,6 +38,7 @@ from rlmodules.learner_only_learner import (
     LearnerOnlyAPPOLearner,
     LearnerOnlyPPOLearner,
 )
+from rlmodules.magnet import MAGNET_COEFF_KEY, MAGNET_INTERVAL_KEY
 from rlmodules.masked_policy import masked_policy_spec
 from rlmodules.reference_policy import reference_policy_spec
 from rlmodules.shared_value import SHARED_VF_ID, shared_value_spec
@@ -195,7 +196,11 @@ def league_settings(
                 "auto" if cfg.num_cpus_per_learner is None else cfg.num_cpus_per_learner
             ),
             num_gpus_per_learner=cfg.num_gpus_per_learner,
-            learner_config_dict={CURIOSITY_COEFF_KEY: cfg.curiosity_coeff},
+            learner_config_dict={
+                CURIOSITY_COEFF_KEY: cfg.curiosity_coeff,
+                MAGNET_COEFF_KEY: cfg.magnet_coeff,
+                MAGNET_INTERVAL_KEY: cfg.magnet_interval,
+            },
         )
         .debugging(seed=cfg.seed)
     )
@@ -226,8 +231,9 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
     if cfg.shared_vf or cfg.world_model:
         # Subclass of LeaguePPOLearner: also right for selfplay, where nothing is dropped.
         config.learners(learner_class=LearnerOnlyPPOLearner)
-    elif cfg.mode == "league" or cfg.num_learners >= 2:
-        # Per-module epochs; with data-parallel learners, the same steps on each.
+    elif cfg.mode == "league" or cfg.num_learners >= 2 or cfg.magnet_coeff > 0:
+        # Per-module epochs; with data-parallel learners, the same steps on each; the
+        # magnet's pull. Plain self-play keeps RLlib's own learner.
         config.learners(learner_class=LeaguePPOLearner)
     return config
 

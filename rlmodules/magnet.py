@@ -1,0 +1,119 @@
+"""A KL pull toward a periodically refreshed copy of each player: last-iterate stability.
+
+Policy-gradient self-play in two-player zero-sum games cycles around the Nash
+equilibrium instead of settling on it: the last iterate, which is what a league
+exports, swings while the average would not. Mirror-descent methods with a
+perturbation toward a reference policy converge in the last iterate: magnetic
+mirror descent (Sokota et al., 2023, uniform magnet = an entropy bonus) converges
+to a regularized equilibrium, and adaptively perturbed mirror descent (Abe et al.,
+2024) to the exact one by moving the reference (the "slingshot") to the current
+policy every so often.
+
+`MagnetRegularized` adds that perturbation to any RLlib learner's per-module loss:
+`magnet_coeff * KL(pi || magnet)` over the minibatch's rows, where the magnet is a
+frozen copy of the player taken every `magnet_interval` training iterations (and
+whenever the player's weights are written from outside: a league reset, a resumed
+checkpoint). The copy lives on the learner only and is not saved: a restored run
+starts with the restored weights as its magnet.
+
+Settings travel in `config.learner_config_dict` (`MAGNET_COEFF_KEY`,
+`MAGNET_INTERVAL_KEY`); a coefficient of 0 adds nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+from ray.rllib.core import COMPONENT_RL_MODULE
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.utils.annotations import override
+
+MAGNET_COEFF_KEY = "league_magnet_coeff"
+"""`config.learner_config_dict` key: weight of KL(pi || magnet) in each player's loss."""
+
+MAGNET_INTERVAL_KEY = "league_magnet_interval"
+"""`config.learner_config_dict` key: training iterations between magnet refreshes."""
+
+MAGNET_KL_KEY = "magnet_kl"
+"""Per-module learner metric: mean KL(pi || magnet) over the last minibatch."""
+
+
+class MagnetRegularized:
+    """Mixed in before an RLlib torch learner (PPO or APPO): `super()` is that learner."""
+
+    @property
+    def magnet_coeff(self) -> float:
+        return float(self.config.learner_config_dict.get(MAGNET_COEFF_KEY, 0.0))
+
+    @property
+    def magnet_interval(self) -> int:
+        return int(self.config.learner_config_dict.get(MAGNET_INTERVAL_KEY, 1))
+
+    def _magnets(self) -> dict[str, Any]:
+        # Created on first use: RLlib builds learners without calling __init__ overrides'
+        # keyword arguments, and modules join and leave the league at runtime.
+        if not hasattr(self, "_league_magnets"):
+            self._league_magnets: dict[str, Any] = {}
+            self._league_magnet_age: dict[str, int] = {}
+        return self._league_magnets
+
+    def refresh_magnet(self, module_id: str) -> None:
+        """The magnet of `module_id` becomes a frozen copy of its current weights."""
+        magnet = copy.deepcopy(self.module[module_id].unwrapped())
+        magnet.requires_grad_(False)
+        self._magnets()[module_id] = magnet
+        self._league_magnet_age[module_id] = 0
+
+    @override(Learner)
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> Any:
+        loss = super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+        coeff = self.magnet_coeff
+        if coeff <= 0 or Columns.ACTION_DIST_INPUTS not in fwd_out:
+            return loss
+        if module_id not in self._magnets():
+            self.refresh_magnet(module_id)
+        magnet = self._magnets()[module_id]
+        with torch.no_grad():
+            magnet_logits = magnet.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+        dist_cls = self.module[module_id].unwrapped().get_train_action_dist_cls()
+        current = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        kl = current.kl(dist_cls.from_logits(magnet_logits))
+        if Columns.LOSS_MASK in batch:
+            mask = batch[Columns.LOSS_MASK].bool()
+            mean_kl = kl[mask].sum() / mask.sum().clamp(min=1)
+        else:
+            mean_kl = kl.mean()
+        self.metrics.log_value((module_id, MAGNET_KL_KEY), mean_kl.detach(), window=1)
+        return loss + coeff * mean_kl
+
+    @override(Learner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        super().after_gradient_based_update(timesteps=timesteps)
+        if self.magnet_coeff <= 0:
+            return
+        self._magnets()
+        for module_id in list(self._league_magnets):
+            if module_id not in self.module:  # the player left the learner
+                del self._league_magnets[module_id]
+                del self._league_magnet_age[module_id]
+                continue
+            self._league_magnet_age[module_id] += 1
+            if self._league_magnet_age[module_id] >= self.magnet_interval:
+                self.refresh_magnet(module_id)
+
+    @override(Learner)
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        # Weights written from outside (league resets, restores): the pull must be
+        # toward the new player, not the one it replaced.
+        written = state.get(COMPONENT_RL_MODULE, {})
+        for module_id in list(self._magnets()):
+            if module_id in written:
+                self.refresh_magnet(module_id)

@@ -1,0 +1,87 @@
+"""The magnet pull (rlmodules.magnet): KL toward a refreshed frozen copy of each player."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from league.config import TrainConfig
+from league.training.algorithm import MAIN_PLAYER, build_ppo_config
+from rlmodules.magnet import MAGNET_KL_KEY
+
+TINY = dict(
+    env="tictactoe",
+    encoder="mlp",
+    mode="selfplay",
+    num_env_runners=1,
+    num_envs_per_env_runner=8,
+    train_batch_size=1000,
+    minibatch_size=250,
+    num_epochs=4,
+    hidden_sizes=[32, 32],
+    lr=3e-3,
+    seed=5,
+    eval_interval=0,
+)
+
+
+def _weights(module: torch.nn.Module) -> list[np.ndarray]:
+    return [p.detach().cpu().numpy().copy() for p in module.parameters()]
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _train_magnet_kl(coeff: float, iterations: int, interval: int) -> tuple[float, object]:
+    algo = build_ppo_config(
+        TrainConfig(**TINY, magnet_coeff=coeff, magnet_interval=interval)
+    ).build_algo()
+    for _ in range(iterations):
+        result = algo.train()
+    return float(result["learners"][MAIN_PLAYER][MAGNET_KL_KEY]), algo
+
+
+def test_magnet_refreshes_on_its_interval_and_when_weights_are_written(ray_session):
+    _, algo = _train_magnet_kl(0.5, iterations=1, interval=2)
+    try:
+        learner = algo.learner_group._learner  # the driver's own learner (num_learners 0)
+        player = learner.module[MAIN_PLAYER].unwrapped()
+        # One iteration in: the magnet is the player as it was before that update.
+        assert not _same(_weights(learner._league_magnets[MAIN_PLAYER]), _weights(player))
+        algo.train()  # the second iteration refreshes it
+        assert _same(_weights(learner._league_magnets[MAIN_PLAYER]), _weights(player))
+        algo.train()
+        assert not _same(_weights(learner._league_magnets[MAIN_PLAYER]), _weights(player))
+        # A league reset or restore writes weights: the magnet follows them at once.
+        written = {
+            name: np.zeros_like(value)
+            for name, value in learner.module[MAIN_PLAYER].get_state().items()
+        }
+        algo.learner_group.set_weights({MAIN_PLAYER: written})
+        magnet = _weights(learner._league_magnets[MAIN_PLAYER])
+        assert _same(magnet, _weights(player))
+        assert all(not w.any() for w in magnet)
+        assert not any(p.requires_grad for p in learner._league_magnets[MAIN_PLAYER].parameters())
+    finally:
+        algo.stop()
+
+
+def test_a_stronger_magnet_keeps_the_player_closer(ray_session):
+    """Same seed and data path; only the coefficient differs. A magnet that is never
+    refreshed within the run measures how far the player moved from where it began."""
+    weak, algo = _train_magnet_kl(1e-6, iterations=3, interval=1000)
+    algo.stop()
+    strong, algo = _train_magnet_kl(20.0, iterations=3, interval=1000)
+    algo.stop()
+    assert weak > 0
+    assert strong < 0.5 * weak, (strong, weak)
+
+
+def test_magnet_settings_are_checked():
+    assert build_ppo_config(TrainConfig(**TINY)).learner_config_dict["league_magnet_coeff"] == 0
+    with pytest.raises(ValueError, match="magnet_interval must be >= 1"):
+        TrainConfig(**TINY, magnet_interval=0)
+    with pytest.raises(ValueError, match="magnet_coeff must be in"):
+        TrainConfig(**TINY, magnet_coeff=-1.0)
