@@ -52,19 +52,18 @@ class MagnetRegularized:
     def magnet_interval(self) -> int:
         return int(self.config.learner_config_dict.get(MAGNET_INTERVAL_KEY, 1))
 
-    def _magnets(self) -> dict[str, Any]:
-        # Created on first use: RLlib builds learners without calling __init__ overrides'
-        # keyword arguments, and modules join and leave the league at runtime.
-        if not hasattr(self, "_league_magnets"):
-            self._league_magnets: dict[str, Any] = {}
-            self._league_magnet_age: dict[str, int] = {}
-        return self._league_magnets
+    @override(Learner)
+    def build(self) -> None:
+        super().build()
+        # Magnets are made per player on its first loss: players join the league at runtime.
+        self._league_magnets: dict[str, Any] = {}
+        self._league_magnet_age: dict[str, int] = {}
 
     def refresh_magnet(self, module_id: str) -> None:
         """The magnet of `module_id` becomes a frozen copy of its current weights."""
         magnet = copy.deepcopy(self.module[module_id].unwrapped())
         magnet.requires_grad_(False)
-        self._magnets()[module_id] = magnet
+        self._league_magnets[module_id] = magnet
         self._league_magnet_age[module_id] = 0
 
     @override(Learner)
@@ -77,9 +76,9 @@ class MagnetRegularized:
         coeff = self.magnet_coeff
         if coeff <= 0 or Columns.ACTION_DIST_INPUTS not in fwd_out:
             return loss
-        if module_id not in self._magnets():
+        if module_id not in self._league_magnets:
             self.refresh_magnet(module_id)
-        magnet = self._magnets()[module_id]
+        magnet = self._league_magnets[module_id]
         with torch.no_grad():
             magnet_logits = magnet.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
         dist_cls = self.module[module_id].unwrapped().get_train_action_dist_cls()
@@ -98,7 +97,6 @@ class MagnetRegularized:
         super().after_gradient_based_update(timesteps=timesteps)
         if self.magnet_coeff <= 0:
             return
-        self._magnets()
         for module_id in list(self._league_magnets):
             if module_id not in self.module:  # the player left the learner
                 del self._league_magnets[module_id]
@@ -114,6 +112,6 @@ class MagnetRegularized:
         # Weights written from outside (league resets, restores): the pull must be
         # toward the new player, not the one it replaced.
         written = state.get(COMPONENT_RL_MODULE, {})
-        for module_id in list(self._magnets()):
+        for module_id in list(self._league_magnets):
             if module_id in written:
                 self.refresh_magnet(module_id)

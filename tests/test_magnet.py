@@ -88,18 +88,14 @@ def test_magnet_settings_are_checked():
 
 
 def test_appo_players_feel_the_magnet_too(ray_session):
-    cfg = TrainConfig(
-        env="tictactoe",
+    appo_league = dict(
         algo="appo",
         mode="league",
-        num_env_runners=1,
         num_envs_per_env_runner=2,
         train_batch_size=200,
         hidden_sizes=[16],
-        eval_interval=0,
-        magnet_coeff=0.5,
-        magnet_interval=1000,
     )
+    cfg = TrainConfig(**{**TINY, **appo_league}, magnet_coeff=0.5, magnet_interval=1000)
     algo = build_algorithm_config(cfg).build_algo()
     try:
         kls = []
