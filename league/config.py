@@ -421,13 +421,6 @@ class TrainConfig:
             raise ConfigError(f"num_cpus must be in 1..4096 (or none), got {self.num_cpus}")
         if not 0 <= self.num_learners <= 64:
             raise ConfigError(f"num_learners must be in 0..64, got {self.num_learners}")
-        if self.num_learners >= 2 and self.algo != "ppo":
-            # APPO's learners take whole runner batches (episode refs) that need not
-            # hold every player, which would stall torch DDP's all-reduce.
-            raise ConfigError(
-                f"num_learners {self.num_learners} needs --algo ppo: data-parallel "
-                f"{self.algo} learners are not supported (use 0 or 1 learner)"
-            )
         self._check_learner_resources()
         if len(self.hidden_sizes) > 32 or max(self.hidden_sizes) > 65536:
             raise ConfigError(

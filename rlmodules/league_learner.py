@@ -85,13 +85,40 @@ class LeagueAPPOLearner(MagnetRegularized, APPOTorchLearner):
     `after_gradient_based_update`, forward and backward included) and every state
     read or write; a read returns a copy, since RLlib's numpy state of CPU tensors
     shares their memory and a later step would change it.
+
+    Data-parallel learners must also apply a write at the same step, so they can
+    first wait for every update handed to them (`wait_for_queued_updates`).
     """
+
+    QUEUED_UPDATES_TIMEOUT_S = 600.0
 
     @override(APPOTorchLearner)
     def build(self) -> None:
         self._league_weights_lock = threading.RLock()
+        self._league_updates = threading.Condition()
+        self._league_updates_given = 0
+        self._league_updates_done = 0
         super().build()
         insert_drop_untrained_modules(self)
+
+    @override(APPOTorchLearner)
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        # Each call hands the learner thread one batch, i.e. one gradient update.
+        with self._league_updates:
+            self._league_updates_given += 1
+        return super().update(*args, **kwargs)
+
+    def wait_for_queued_updates(self) -> None:
+        """Block until the learner thread has run every update handed to it."""
+        with self._league_updates:
+            if not self._league_updates.wait_for(
+                lambda: self._league_updates_done >= self._league_updates_given,
+                timeout=self.QUEUED_UPDATES_TIMEOUT_S,
+            ):
+                raise TimeoutError(
+                    f"APPO learner thread ran {self._league_updates_done} of "
+                    f"{self._league_updates_given} updates in {self.QUEUED_UPDATES_TIMEOUT_S:.0f} s"
+                )
 
     @override(APPOTorchLearner)
     def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
@@ -104,6 +131,9 @@ class LeagueAPPOLearner(MagnetRegularized, APPOTorchLearner):
             super().after_gradient_based_update(timesteps=timesteps)
         finally:
             self._league_weights_lock.release()
+            with self._league_updates:
+                self._league_updates_done += 1
+                self._league_updates.notify_all()
 
     @override(APPOTorchLearner)
     def get_state(

@@ -25,8 +25,7 @@ iteration comes from RLlib's timers (`learner_update_timer`).
 `--num-learners 0 1 2` measures (c) once per value (0: the learner in the driver
 process; 1: a learner actor asking for `--num-cpus-per-learner` CPUs; 2: two
 data-parallel learner actors), and
-`--algo both` with APPO too (for each of those values up to 1: data-parallel
-APPO learners are not supported); each extra (c) line gives its ratio to the
+`--algo both` with APPO too (for each of those values); each extra (c) line gives its ratio to the
 first (c). (d) and (e) use the first values.
 """
 
@@ -282,8 +281,8 @@ def main() -> None:
     finally:
         algo.stop()
     variants: list[dict[str, Any]] = [{"num_learners": n} for n in args.num_learners[1:]]
-    if args.algo == "both":  # APPO with each learner count it supports (0 or 1)
-        variants += [{"algo": "appo", "num_learners": n} for n in args.num_learners if n <= 1]
+    if args.algo == "both":  # APPO with each learner count
+        variants += [{"algo": "appo", "num_learners": n} for n in args.num_learners]
     for changes in variants:
         algo = build_algorithm_config(ours.replace(mode="selfplay", **changes)).build_algo()
         try:

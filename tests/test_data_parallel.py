@@ -12,15 +12,20 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-import pytest
 from ray.rllib.utils.metrics import NUM_MODULE_STEPS_TRAINED
 
 from league.config import TrainConfig
 from league.core.ids import snapshot_id
 from league.core.matchmaking import MatchmakingPlan
-from league.training.algorithm import build_ppo_config, snapshot_module_spec, trainable_players
+from league.training.algorithm import (
+    build_appo_config,
+    build_ppo_config,
+    snapshot_module_spec,
+    trainable_players,
+)
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.data_parallel import (
+    WholeGameAPPOLearnerGroup,
     WholeGameLearnerGroup,
     WholeGameTrainingData,
     episode_module_steps,
@@ -123,6 +128,20 @@ def test_every_learner_is_told_the_same_minibatch_counts(ray_session):
     assert len(data.shard(1, minibatch_size=128)) == 1
 
 
+def _learner_modules(group: WholeGameLearnerGroup) -> list[dict]:
+    calls = group.foreach_learner(lambda learner: learner.get_state()["rl_module"])
+    return [call.get() for call in calls]
+
+
+def _assert_same_weights(states: list[dict], module_ids: list[str]) -> None:
+    assert len(states) == 2
+    for module_id in module_ids:
+        a, b = states[0][module_id], states[1][module_id]
+        assert a.keys() == b.keys()
+        for name in a:  # DDP kept both learners' copies identical
+            np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]))
+
+
 def test_ppo_league_trains_on_two_data_parallel_learners(ray_session):
     cfg = TrainConfig.from_dict(
         {
@@ -148,14 +167,7 @@ def test_ppo_league_trains_on_two_data_parallel_learners(ray_session):
         before = group.get_weights()
         for _ in range(2):
             result = algo.train()
-            calls = group.foreach_learner(lambda learner: learner.get_state()["rl_module"])
-            states = [call.get() for call in calls]
-            assert len(states) == 2
-            for module_id in [*players, SHARED_VF_ID, WORLD_MODEL_ID]:
-                a, b = states[0][module_id], states[1][module_id]
-                assert a.keys() == b.keys()
-                for name in a:  # DDP kept both learners' copies identical
-                    np.testing.assert_array_equal(np.asarray(a[name]), np.asarray(b[name]))
+            _assert_same_weights(_learner_modules(group), [*players, SHARED_VF_ID, WORLD_MODEL_ID])
         learners = result["learners"]
         assert learners[MAIN][NUM_MODULE_STEPS_TRAINED] > 0
         assert "vf_loss" in learners[SHARED_VF_ID]
@@ -171,7 +183,49 @@ def test_ppo_league_trains_on_two_data_parallel_learners(ray_session):
         algo.stop()
 
 
-@pytest.mark.parametrize("algo", ["appo"])
-def test_data_parallel_learners_need_ppo(algo):
-    with pytest.raises(Exception, match="needs --algo ppo"):
-        TrainConfig.from_dict({"env": "tictactoe", "algo": algo, "num_learners": 2})
+def test_appo_league_trains_on_two_data_parallel_learners_in_step(ray_session):
+    """APPO's learners update in background threads: every learner must get every
+    batch (whole games, every player) and apply weight writes at the same step."""
+    cfg = TrainConfig.from_dict(
+        {
+            "env": "tictactoe",
+            "mode": "league",
+            "algo": "appo",
+            "num_env_runners": 0,
+            "num_envs_per_env_runner": 8,
+            "train_batch_size": 400,
+            "hidden_sizes": [16],
+            "num_learners": 2,
+            "num_cpus_per_learner": 0.5,
+            "world_model": True,
+        }
+    )
+    algo = build_appo_config(cfg).build_algo()
+    try:
+        group = algo.learner_group
+        assert isinstance(group, WholeGameAPPOLearnerGroup) and len(group) == 2
+        assert algo.config.train_batch_size_per_learner == 200
+        players = trainable_players(cfg)
+        before = group.get_weights()
+        for _ in range(4):
+            algo.train()
+        # A league reset writes one player's weights while the threads may be busy.
+        zeros = {name: np.zeros_like(v) for name, v in before[EXPLOITER].items()}
+        group.set_weights({EXPLOITER: zeros})
+        states = _learner_modules(group)
+        for state in states:
+            assert all(not np.asarray(v).any() for v in state[EXPLOITER].values())
+        for _ in range(4):
+            algo.train()
+        group.foreach_learner(lambda learner: learner.wait_for_queued_updates())
+        _assert_same_weights(_learner_modules(group), [*players, WORLD_MODEL_ID])
+        after = group.get_weights()
+        assert any(
+            not np.array_equal(np.asarray(after[MAIN][n]), np.asarray(before[MAIN][n]))
+            for n in after[MAIN]
+        ), "the main did not train"
+        assert any(np.asarray(v).any() for v in after[EXPLOITER].values()), (
+            "the exploiter did not train after its reset"
+        )
+    finally:
+        algo.stop()

@@ -151,7 +151,6 @@ def test_truncated_latest_json_on_resume_is_one_line(run_dir, capsys):
         ("env_kwargs: [1, 2]\n", "env_kwargs must be"),
         ("num_learners: 65\n", "num_learners must be in 0..64, got 65"),
         ("num_learners: -1\n", "num_learners must be in 0..64"),
-        ("num_learners: 2\nalgo: appo\n", "num_learners 2 needs --algo ppo"),
         ("num_cpus_per_learner: -0.5\n", "num_cpus_per_learner must be in [0, 1024]"),
         ("num_gpus_per_learner: .inf\n", "num_gpus_per_learner must be in [0, 64]"),
         ("num_gpus_per_learner: 1.5\n", "num_gpus_per_learner above 1 must be a whole"),

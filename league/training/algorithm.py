@@ -30,7 +30,7 @@ from league.core.ids import is_reference_id, reference_name
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
-from league.training.data_parallel import DataParallelPPOConfig
+from league.training.data_parallel import DataParallelAPPOConfig, DataParallelPPOConfig
 from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
 from rlmodules.league_learner import LeagueAPPOLearner, LeaguePPOLearner
 from rlmodules.learner_only_learner import (
@@ -255,10 +255,13 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
     least `train_batch_size` env steps were sampled, as with PPO.
     """
     fragment = max(1, min(APPO_FRAGMENT_STEPS, cfg.train_batch_size // cfg.num_envs_per_env_runner))
+    # Two or more learners train data-parallel on whole games, in step (data_parallel.py).
+    base = DataParallelAPPOConfig() if cfg.num_learners >= 2 else APPOConfig()
     config = (
-        league_settings(APPOConfig(), cfg, plan)
+        league_settings(base, cfg, plan)
         .training(
-            train_batch_size_per_learner=cfg.train_batch_size,
+            # train_batch_size counts env steps per update over all learners.
+            train_batch_size_per_learner=-(-cfg.train_batch_size // max(1, cfg.num_learners)),
             lr=cfg.lr_schedule(),
             gamma=cfg.gamma,
             clip_param=cfg.clip_param,

@@ -17,6 +17,17 @@ identical update steps over the same modules, on its own rows.
 
 `WholeGameLearnerGroup` uses it for episode updates with two or more remote
 learners; `DataParallelPPOConfig` builds that learner group.
+
+APPO's learners train in a background thread each, fed by a queue (RLlib's
+`IMPALALearner`), and RLlib hands each learner a share of the runners' episode
+refs, which need not hold every player. `WholeGameAPPOLearnerGroup` resolves the
+refs on the driver and shards whole games the same way, and hands every learner
+its shard in one synchronous call (the call only enqueues the batch; the runners
+keep sampling): an asynchronous call may be dropped for one learner and not the
+other, and then the learners' update steps, which DDP pairs one to one, would
+stop matching. Weight writes (league resets) first wait until every learner has
+run all the updates it was given, so all of them apply the write at the same step.
+`DataParallelAPPOConfig` builds that learner group.
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from ray.rllib.algorithms.appo import APPOConfig
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core.learner.learner_group import LearnerGroup
 from ray.rllib.core.learner.training_data import TrainingData
@@ -99,6 +111,9 @@ class WholeGameTrainingData(TrainingData):
     every shard holds each of `required_modules` that played in the batch."""
 
     required_modules: frozenset[str] = frozenset()
+    per_module_minibatches: bool = True
+    """Tell each learner the per-player minibatch counts (PPO's `PerModuleEpochIterator`;
+    APPO takes each shard as one batch)."""
 
     def shard(
         self, num_shards: int, len_lookback_buffer: int | None = None, **kwargs: Any
@@ -115,28 +130,64 @@ class WholeGameTrainingData(TrainingData):
                 rows.update(episode_module_steps(episode))
             for module, n in rows.items():
                 counts[module] = min(counts[module], n)
-        return [(TrainingData(episodes=shard), {MODULE_MINIBATCHES: counts}) for shard in shards]
+        extra = {MODULE_MINIBATCHES: counts} if self.per_module_minibatches else {}
+        return [(TrainingData(episodes=shard), dict(extra)) for shard in shards]
 
 
 class WholeGameLearnerGroup(LearnerGroup):
     """A LearnerGroup that shards episode updates as whole games over 2+ learners."""
 
+    def required_modules(self) -> frozenset[str]:
+        """The modules every learner must update in every step: those trained."""
+        trained = self.config.policies_to_train
+        # A callable policies_to_train cannot be listed: require every module.
+        if trained is None or callable(trained):
+            return frozenset(self.config.policies)
+        return frozenset(trained)
+
     def update(self, *, episodes: list | None = None, **kwargs: Any) -> Any:
         if episodes is not None and not self.is_local and len(self) > 1:
-            trained = self.config.policies_to_train
-            # A callable policies_to_train cannot be listed: require every module.
-            required = (
-                frozenset(self.config.policies)
-                if trained is None or callable(trained)
-                else frozenset(trained)
+            data = WholeGameTrainingData(
+                episodes=episodes, required_modules=self.required_modules()
             )
-            data = WholeGameTrainingData(episodes=episodes, required_modules=required)
             return super().update(training_data=data, **kwargs)
         return super().update(episodes=episodes, **kwargs)
 
 
-class DataParallelPPOConfig(PPOConfig):
-    """PPOConfig whose learner group shards whole games (`WholeGameLearnerGroup`)."""
+class WholeGameAPPOLearnerGroup(WholeGameLearnerGroup):
+    """APPO's learner group over 2+ learners: whole games per learner, every learner
+    given every batch in step, weight writes between steps (see the module doc)."""
+
+    def update(
+        self,
+        *,
+        training_data: TrainingData | None = None,
+        async_update: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        if training_data is None or self.is_local or len(self) < 2:
+            return super().update(training_data=training_data, async_update=async_update, **kwargs)
+        kwargs.pop("defer_solve_refs_to_learner", None)  # resolved here, to shard games
+        training_data.solve_refs()
+        if training_data.episodes is None:
+            raise ValueError("data-parallel APPO learners train from episodes, got batches")
+        data = WholeGameTrainingData(
+            episodes=training_data.episodes,
+            required_modules=self.required_modules(),
+            per_module_minibatches=False,
+        )
+        return LearnerGroup.update(self, training_data=data, async_update=False, **kwargs)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        if not self.is_local and len(self) > 1:
+            self.foreach_learner(lambda learner: learner.wait_for_queued_updates())
+        super().set_state(state)
+
+
+class _WholeGameLearners:
+    """Config mixin: the learner group shards whole games (`group_class`)."""
+
+    group_class: type[LearnerGroup] = WholeGameLearnerGroup
 
     def build_learner_group(
         self,
@@ -148,6 +199,16 @@ class DataParallelPPOConfig(PPOConfig):
     ) -> LearnerGroup:
         if rl_module_spec is None:
             rl_module_spec = self.get_multi_rl_module_spec(env=env, spaces=spaces)
-        return WholeGameLearnerGroup(
+        return self.group_class(
             config=self.copy(), module_spec=rl_module_spec, placement_group=placement_group
         )
+
+
+class DataParallelPPOConfig(_WholeGameLearners, PPOConfig):
+    """PPOConfig whose learner group shards whole games (`WholeGameLearnerGroup`)."""
+
+
+class DataParallelAPPOConfig(_WholeGameLearners, APPOConfig):
+    """APPOConfig whose learner group shards whole games in step (`WholeGameAPPOLearnerGroup`)."""
+
+    group_class = WholeGameAPPOLearnerGroup
