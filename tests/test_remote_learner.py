@@ -82,11 +82,15 @@ def test_league_driver_snapshots_and_resets_through_a_remote_learner(ray_session
         algo.stop()
 
 
-@pytest.mark.parametrize(("mode", "learners"), [("league", 1), ("selfplay", 1), ("league", 2)])
-def test_checkpoint_and_resume_with_a_remote_learner(ray_session, tmp_path, mode, learners):
+@pytest.mark.parametrize(
+    ("mode", "learners", "algo"),
+    [("league", 1, "ppo"), ("selfplay", 1, "ppo"), ("league", 2, "ppo"), ("league", 2, "appo")],
+)
+def test_checkpoint_and_resume_with_a_remote_learner(ray_session, tmp_path, mode, learners, algo):
     cfg = TrainConfig.from_dict(
         {**REMOTE, "mode": mode, "run_dir": str(tmp_path / "r"), "stop_timesteps": 600}
-        | {"eval_interval": 0, "checkpoint_interval": 1, "num_learners": learners}
+        | {"eval_interval": 0, "checkpoint_interval": 1, "num_learners": learners, "algo": algo}
+        | ({"shared_vf": False} if algo == "appo" else {})  # PPO's GAE feeds it
     )
     first = train(cfg, log=lambda line: None)
     assert first.iterations == 2 and first.checkpoint
