@@ -26,6 +26,15 @@ class Policy(Protocol):
     def action_probs(self, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
 
 
+@runtime_checkable
+class BatchPolicy(Policy, Protocol):
+    """A `Policy` that can also answer many positions in one call: the observation
+    dict's arrays stacked on a leading axis, one probability row per position. Env
+    runners use it for reference opponents in the league when a bot offers it."""
+
+    def action_probs_batch(self, obs: Mapping[str, np.ndarray]) -> np.ndarray: ...
+
+
 def choose_action(
     probs: np.ndarray,
     rng: np.random.Generator | None = None,
@@ -112,25 +121,39 @@ class MinimaxTicTacToe:
         return uniform_over(moves, ttt.N_CELLS)
 
 
-def connect_four_candidates(board: c4.Board, legal: Sequence[int]) -> tuple[int, ...]:
-    """Win now, else block, else avoid handing over a win, else anything legal."""
-    wins = [c for c in c4.winning_columns(board, 1) if c in legal]
-    if wins:
-        return tuple(wins)
-    blocks = [c for c in c4.winning_columns(board, -1) if c in legal]
-    if blocks:
-        return tuple(blocks)
-    safe = [c for c in legal if not c4.winning_columns(c4.drop(board, c, 1), -1)]
-    return tuple(safe) if safe else tuple(legal)
+def connect_four_candidates(boards: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """(N, 6, 7) boards and (N, 7) legal columns -> (N, 7) bool candidate moves: win
+    now, else block, else avoid handing over a win, else anything legal."""
+    wins = c4.winning_columns(boards, 1) & legal
+    blocks = c4.winning_columns(boards, -1) & legal
+    after = c4.drop_every_column(boards, 1).reshape(-1, c4.ROWS, c4.COLS)
+    hands_over = c4.winning_columns(after, -1).any(axis=1).reshape(len(boards), c4.COLS)
+    safe = legal & ~hands_over
+    candidates = legal.copy()
+    for tier in (safe, blocks, wins):  # a later tier, where it has a move, wins out
+        has_move = tier.any(axis=1)
+        candidates[has_move] = tier[has_move]
+    return candidates
 
 
 class ConnectFourSearch:
-    """Two-ply tactical connect-four player: a cheap bar well above random."""
+    """Two-ply tactical connect-four player: a cheap bar well above random. Also
+    answers a whole batch of positions at once (`action_probs_batch`)."""
 
     def action_probs(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
-        board = c4.decode_obs(obs)
-        legal = legal_actions(obs)
-        return uniform_over(connect_four_candidates(board, legal), c4.COLS)
+        legal_actions(obs)  # refuse a mask with no move
+        batch = {key: np.asarray(value)[None] for key, value in obs.items()}
+        return self.action_probs_batch(batch)[0]
+
+    def action_probs_batch(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Stacked observations (``observation`` (N, 6, 7, 2), ``action_mask`` (N, 7))
+        -> (N, 7) probabilities, uniform over each position's candidate moves."""
+        boards = c4.decode_obs(obs["observation"])
+        legal = np.asarray(obs["action_mask"]).reshape(len(boards), c4.COLS).astype(bool)
+        if not legal.any(axis=1).all():
+            raise ValueError("action_mask has no legal action; is it this player's turn?")
+        candidates = connect_four_candidates(boards, legal).astype(np.float64)
+        return candidates / candidates.sum(axis=1, keepdims=True)
 
 
 # Reference opponents beyond random play, weakest first (evaluation reports them in

@@ -20,7 +20,7 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
-from envs.opponents import make_opponent
+from envs.opponents import BatchPolicy, make_opponent
 from envs.spaces import MASK_KEY, OBS_KEY
 from rlmodules.networks import mask_logits
 
@@ -43,12 +43,15 @@ class ReferencePolicyModule(TorchRLModule, InferenceOnlyAPI):
         obs = batch[Columns.OBS]
         boards = np.asarray(obs[OBS_KEY].cpu())
         masks = np.asarray(obs[MASK_KEY].cpu())
-        probs = np.stack(
-            [
-                self.policy.action_probs({OBS_KEY: board, MASK_KEY: mask})
-                for board, mask in zip(boards, masks, strict=True)
-            ]
-        )
+        if isinstance(self.policy, BatchPolicy):  # one call for the whole batch
+            probs = np.asarray(self.policy.action_probs_batch({OBS_KEY: boards, MASK_KEY: masks}))
+        else:
+            probs = np.stack(
+                [
+                    self.policy.action_probs({OBS_KEY: board, MASK_KEY: mask})
+                    for board, mask in zip(boards, masks, strict=True)
+                ]
+            )
         with np.errstate(divide="ignore"):
             logp = torch.from_numpy(np.log(probs).astype(np.float32))
         # Moves the bot gives probability 0 (and illegal ones) get the masked floor.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -371,6 +372,60 @@ def test_connect_four_search_avoids_handing_over_a_win() -> None:
     assert safe and safe != set(legal)
     probs = ConnectFourSearch().action_probs(env.observe(env.agent_selection))
     assert support(probs) == safe
+
+
+def random_move_lists(n_positions: int, seed: int) -> list[list[int]]:
+    """Columns of random legal play, each list ending in a live position."""
+    rng = np.random.default_rng(seed)
+    lists: list[list[int]] = []
+    while len(lists) < n_positions:
+        env, moves = connect_four_after([]), []
+        for _ in range(int(rng.integers(4, 30))):
+            col = random_legal(env.observe(env.agent_selection), rng)
+            env.step(col)
+            if any(env.terminations.values()):
+                break
+            moves.append(col)
+        else:
+            lists.append(moves)
+    return lists
+
+
+def search_oracle(moves: Sequence[int]) -> set[int]:
+    """The search's rule played out in PettingZoo: win, else block, else safe, else any."""
+    legal = legal_cols(connect_four_after(moves))
+    wins = {c for c in legal if mover_wins_with(moves, c)}
+    if wins:
+        return wins
+    threats = opponent_threats(moves)
+    if threats:
+        return threats
+    safe = {
+        c
+        for c in legal
+        if not any(
+            mover_wins_with([*moves, c], d) for d in legal_cols(connect_four_after([*moves, c]))
+        )
+    }
+    return safe or set(legal)
+
+
+def test_connect_four_search_answers_a_batch_as_pettingzoo_play_says() -> None:
+    """One batched call over many positions, each row checked against the rule
+    played out move by move in PettingZoo (not against the search's own code)."""
+    lists = random_move_lists(40, seed=11)
+    observations = [env.observe(env.agent_selection) for env in map(connect_four_after, lists)]
+    batch = {key: np.stack([obs[key] for obs in observations]) for key in observations[0]}
+    probs = ConnectFourSearch().action_probs_batch(batch)
+    assert probs.shape == (40, 7)
+    tiers = Counter()
+    for row, moves, obs in zip(probs, lists, observations, strict=True):
+        expected = search_oracle(moves)
+        assert support(row) == expected, moves
+        assert np.allclose(row[list(expected)], 1.0 / len(expected))
+        assert_valid_probs(row, obs["action_mask"])
+        tiers[len(expected) < len(legal_cols(connect_four_after(moves)))] += 1
+    assert tiers[True] and tiers[False]  # some positions narrowed the moves, some did not
 
 
 # --- make_opponent ---------------------------------------------------------
