@@ -41,10 +41,11 @@ class TurnBasedGameEnv(PettingZooEnv):
         Same results (tests/test_envs.py plays both side by side): PettingZoo's
         wrappers keep no state of their own and write to the unwrapped env, but each
         attribute read through them walks the whole wrapper chain (`__getattr__` per
-        level), which was the largest cost of sampling a board game.
+        level), which was the largest cost of sampling a board game. For the same
+        reason a legal move skips wrappers that only check moves (`step_checked`).
         """
         game = self.env.unwrapped
-        self.env.step(action[game.agent_selection])
+        self.env.step_checked(action[game.agent_selection])  # envs.wrappers.LeagueObservations
         obs_d, rew_d, terminated_d, truncated_d, info_d = {}, {}, {}, {}, {}
         while game.agents:
             agent_id = game.agent_selection

@@ -171,6 +171,14 @@ class TrainConfig:
             choices=ALGOS,
         ),
     )
+    sample_ahead: bool = field(
+        default=False,
+        metadata=_help(
+            "PPO with remote env runners: the runners sample the next train batch while "
+            "the learner trains on this one (each batch is played with weights one update "
+            "older; PPO's ratio uses the log-probs it was played with)."
+        ),
+    )
     # PPO (APPO uses lr, gamma, clip_param, entropy_coeff, vf_loss_coeff, train_batch_size)
     train_batch_size: int = field(default=4000, metadata=_help("Env steps per training iteration."))
     minibatch_size: int = field(default=500, metadata=_help("PPO SGD minibatch size."))
@@ -419,6 +427,10 @@ class TrainConfig:
             raise ConfigError(f"seed must be in 0..2**32-1, got {self.seed}")
         if self.num_cpus is not None and not 1 <= self.num_cpus <= 4096:
             raise ConfigError(f"num_cpus must be in 1..4096 (or none), got {self.num_cpus}")
+        if self.sample_ahead and self.algo != "ppo":
+            raise ConfigError(
+                f"sample_ahead needs --algo ppo ({self.algo} samples while it learns already)"
+            )
         if not 0 <= self.num_learners <= 64:
             raise ConfigError(f"num_learners must be in 0..64, got {self.num_learners}")
         self._check_learner_resources()

@@ -247,6 +247,13 @@ def main() -> None:
         default=None,
         help="CPUs of a learner actor (default: RLlib's auto, 1)",
     )
+    parser.add_argument(
+        "--sample-ahead",
+        default="off",
+        choices=("off", "on", "both"),
+        help="PPO's runners sample the next batch during the update (c, d); both = the "
+        "first (c) without, one more (c) line with it",
+    )
     args = parser.parse_args()
 
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
@@ -259,6 +266,7 @@ def main() -> None:
             "num_learners": args.num_learners[0],
             "algo": "ppo" if args.algo == "both" else args.algo,
             "num_cpus_per_learner": args.num_cpus_per_learner,
+            "sample_ahead": args.sample_ahead == "on",
         }
     )
     print(
@@ -284,8 +292,12 @@ def main() -> None:
     finally:
         algo.stop()
     variants: list[dict[str, Any]] = [{"num_learners": n} for n in args.num_learners[1:]]
+    if args.sample_ahead == "both":
+        variants += [{"sample_ahead": True}]
     if args.algo == "both":  # APPO with each learner count
-        variants += [{"algo": "appo", "num_learners": n} for n in args.num_learners]
+        variants += [
+            {"algo": "appo", "num_learners": n, "sample_ahead": False} for n in args.num_learners
+        ]
     for changes in variants:
         algo = build_algorithm_config(ours.replace(mode="selfplay", **changes)).build_algo()
         try:

@@ -151,3 +151,32 @@ def test_turn_based_step_matches_rllibs_pettingzoo_env(name):
             if not done:
                 obs = {a: o for a, o in obs.items() if not (result[2][a] or result[3][a])}
     assert steps > 30
+
+
+def test_an_illegal_move_still_meets_pettingzoos_checks():
+    """The hot path skips PettingZoo's move-checking wrappers for legal moves only:
+    an illegal one still ends the game as TerminateIllegalWrapper rules."""
+    env = make_rllib_env("tictactoe")
+    obs, _ = env.reset(seed=0)
+    first = next(iter(obs))
+    env.step({first: 4})
+    second = env.env.unwrapped.agent_selection
+    env.env.observe(second)  # the mask the hot path would check
+    _, rewards, terminated, _, _ = env.step({second: 4})  # the centre is taken
+    assert terminated["__all__"]
+    assert rewards[second] == -1
+
+
+def test_move_checks_are_skipped_only_when_they_are_all_there_is():
+    from pettingzoo.classic import tictactoe_v3
+    from pettingzoo.utils.wrappers import BaseWrapper
+
+    from envs.wrappers import game_below_move_checks
+
+    wrapped = tictactoe_v3.env()
+    assert game_below_move_checks(wrapped) is wrapped.unwrapped
+
+    class CountingMoves(BaseWrapper):  # a user's wrapper that acts on every move
+        pass
+
+    assert game_below_move_checks(CountingMoves(tictactoe_v3.env())) is None

@@ -32,6 +32,7 @@ from league.core.matchmaking import MatchmakingPlan, build_plan
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.data_parallel import DataParallelAPPOConfig, DataParallelPPOConfig
 from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
+from league.training.sample_ahead import SampleAheadPPO
 from rlmodules.league_learner import LeagueAPPOLearner, LeaguePPOLearner
 from rlmodules.learner_only_learner import (
     CURIOSITY_COEFF_KEY,
@@ -212,7 +213,11 @@ def league_settings(
 def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
     """The PPOConfig of a run; learner-only modules join learners only (see rlmodules)."""
     # Two or more learners train data-parallel on whole games (data_parallel.py).
-    base = DataParallelPPOConfig() if cfg.num_learners >= 2 else PPOConfig()
+    algo_class = SampleAheadPPO if cfg.sample_ahead else None  # None: RLlib's PPO
+    if cfg.num_learners >= 2:
+        base = DataParallelPPOConfig(algo_class=algo_class)
+    else:
+        base = PPOConfig(algo_class=algo_class)
     config = league_settings(base, cfg, plan).training(
         # train_batch_size counts env steps per iteration over all learners.
         train_batch_size_per_learner=-(-cfg.train_batch_size // max(1, cfg.num_learners)),

@@ -24,7 +24,7 @@ Differences from RLlib's runner, on purpose:
   `episodes_to_numpy` says: that flag is for RLlib's runner, which converts
   after every step).
 - Episodes carry the action log-probs and distribution inputs PPO reads, not
-  RLlib's `weights_seq_no` column, which no learner reads.
+  RLlib's `weights_seq_no` column, which no learner reads, and no spaces.
 - RLlib's per-episode callbacks (`on_episode_start/step/end`) are not called: the
   league's one use of them, the match record, is made here directly.
 """
@@ -249,7 +249,10 @@ class BatchedLeagueEnvRunner(LeagueEnvRunner):
     def _finish_game(
         self, game: GameInPlay, terminateds: dict[str, bool], truncateds: dict[str, bool]
     ) -> MultiAgentEpisode:
-        env = game.env
+        # No spaces on the episode (RLlib's runner sets them): nothing downstream reads
+        # them, each game would carry pickled copies of them to the learner, and with
+        # them every step PPO's learner connector adds to a numpy episode runs a
+        # `space.contains` check.
         episode = MultiAgentEpisode(
             id_=game.episode_id,
             observations=game.observations,
@@ -261,8 +264,6 @@ class BatchedLeagueEnvRunner(LeagueEnvRunner):
             truncateds=truncateds,
             len_lookback_buffer=0,
             agent_module_ids=game.modules,
-            observation_space={a: env.get_observation_space(a) for a in env.possible_agents},
-            action_space={a: env.get_action_space(a) for a in env.possible_agents},
         )
         # Once per game (RLlib's runner converts after every step when asked): numpy
         # columns cross to the learner in a fraction of the time lists of arrays take.
