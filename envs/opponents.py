@@ -141,7 +141,6 @@ class ConnectFourSearch:
     answers a whole batch of positions at once (`action_probs_batch`)."""
 
     def action_probs(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
-        legal_actions(obs)  # refuse a mask with no move
         batch = {key: np.asarray(value)[None] for key, value in obs.items()}
         return self.action_probs_batch(batch)[0]
 

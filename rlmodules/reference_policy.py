@@ -35,6 +35,9 @@ class ReferencePolicyModule(TorchRLModule, InferenceOnlyAPI):
         if not isinstance(opponent, str) or not isinstance(game, str):
             raise ValueError("ReferencePolicyModule needs model_config 'opponent' and 'game'")
         self.policy = make_opponent(opponent, game)
+        # Decided once: a protocol isinstance check per forward pass would sit on the
+        # runners' per-step path.
+        self._answers_batches = isinstance(self.policy, BatchPolicy)
 
     def get_non_inference_attributes(self) -> list[str]:
         return []
@@ -43,7 +46,7 @@ class ReferencePolicyModule(TorchRLModule, InferenceOnlyAPI):
         obs = batch[Columns.OBS]
         boards = np.asarray(obs[OBS_KEY].cpu())
         masks = np.asarray(obs[MASK_KEY].cpu())
-        if isinstance(self.policy, BatchPolicy):  # one call for the whole batch
+        if self._answers_batches:  # one call for the whole batch
             probs = np.asarray(self.policy.action_probs_batch({OBS_KEY: boards, MASK_KEY: masks}))
         else:
             probs = np.stack(
