@@ -172,11 +172,12 @@ class TrainConfig:
         ),
     )
     sample_ahead: bool = field(
-        default=False,
+        default=True,
         metadata=_help(
             "PPO with remote env runners: the runners sample the next train batch while "
             "the learner trains on this one (each batch is played with weights one update "
-            "older; PPO's ratio uses the log-probs it was played with)."
+            "older; PPO's ratio uses the log-probs it was played with). APPO always does; "
+            "--no-sample-ahead gives RLlib's PPO step unchanged."
         ),
     )
     # PPO (APPO uses lr, gamma, clip_param, entropy_coeff, vf_loss_coeff, train_batch_size)
@@ -427,9 +428,9 @@ class TrainConfig:
             raise ConfigError(f"seed must be in 0..2**32-1, got {self.seed}")
         if self.num_cpus is not None and not 1 <= self.num_cpus <= 4096:
             raise ConfigError(f"num_cpus must be in 1..4096 (or none), got {self.num_cpus}")
-        if self.sample_ahead and self.algo != "ppo":
+        if not self.sample_ahead and self.algo != "ppo":
             raise ConfigError(
-                f"sample_ahead needs --algo ppo ({self.algo} samples while it learns already)"
+                f"sample_ahead off needs --algo ppo ({self.algo} always samples while it learns)"
             )
         if not 0 <= self.num_learners <= 64:
             raise ConfigError(f"num_learners must be in 0..64, got {self.num_learners}")

@@ -249,10 +249,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--sample-ahead",
-        default="off",
+        default="on",
         choices=("off", "on", "both"),
-        help="PPO's runners sample the next batch during the update (c, d); both = the "
-        "first (c) without, one more (c) line with it",
+        help="PPO's runners sample the next batch during the update (c, d; the project's "
+        "default: on); both = the first (c) without, one more (c) line with it",
     )
     args = parser.parse_args()
 
@@ -296,7 +296,7 @@ def main() -> None:
         variants += [{"sample_ahead": True}]
     if args.algo == "both":  # APPO with each learner count
         variants += [
-            {"algo": "appo", "num_learners": n, "sample_ahead": False} for n in args.num_learners
+            {"algo": "appo", "num_learners": n, "sample_ahead": True} for n in args.num_learners
         ]
     for changes in variants:
         algo = build_algorithm_config(ours.replace(mode="selfplay", **changes)).build_algo()

@@ -10,6 +10,7 @@ from league.core.ids import is_snapshot_id
 from league.training.algorithm import build_ppo_config, trainable_players
 from league.training.driver import LeagueDriver, count_metric
 from league.training.env_runner import LeagueEnvRunner
+from league.training.sample_ahead import SAMPLE_AHEAD_TAG
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +49,23 @@ def league_run(ray_session, tmp_path_factory):
                 "league_size": len(driver.league.snapshots),
             }
         )
-    yield cfg, driver, history
+    yield cfg, driver, history, sampled_ahead_tail(algo, driver)
     algo.stop()
 
 
+def sampled_ahead_tail(algo, driver) -> dict[str, int]:
+    """Sampling ahead (the default) drains a batch's matches with the iteration that
+    started it and counts its episodes with the next: the batch still in flight
+    when the run stops, and its matches drained once more."""
+    ahead = algo.env_runner_group.fetch_ready_async_reqs(
+        tags=SAMPLE_AHEAD_TAG, timeout_seconds=60
+    )
+    episodes = sum(count_metric(metrics.get("num_episodes")) for _, (_, metrics) in ahead)
+    return {"episodes": episodes, "matches": len(driver.drain(0))}
+
+
 def test_league_grows_and_retires_beyond_budget(league_run):
-    cfg, driver, history = league_run
+    cfg, driver, history, _ = league_run
     sizes = [h["league_size"] for h in history]
     new = sum(len(h["report"].new_snapshots) for h in history)
     retired = [s for h in history for s in h["report"].retired]
@@ -70,7 +82,7 @@ def test_league_grows_and_retires_beyond_budget(league_run):
 
 
 def test_frozen_ids_never_in_learner_results(league_run):
-    cfg, _, history = league_run
+    cfg, _, history, _ = league_run
     trainable = set(trainable_players(cfg))
     for h in history:
         learner_ids = set(h["result"]["learners"]) - {"__all_modules__"}
@@ -95,7 +107,7 @@ def driver_learner_modules(driver: LeagueDriver) -> list[str]:
 
 
 def test_runner_modules_are_trainables_plus_active_set(league_run):
-    cfg, _, history = league_run
+    cfg, _, history, _ = league_run
     trainable = set(trainable_players(cfg))
     saw_frozen = False
     for h in history:
@@ -109,7 +121,7 @@ def test_runner_modules_are_trainables_plus_active_set(league_run):
 
 
 def test_frozen_modules_on_runners_are_inference_only(league_run):
-    _, driver, _ = league_run
+    _, driver, _, _ = league_run
     params = driver.algo.env_runner_group.foreach_env_runner(
         lambda er: {m: [n for n, _ in mod.named_parameters()] for m, mod in er.module.items()},
         local_env_runner=False,
@@ -121,10 +133,11 @@ def test_frozen_modules_on_runners_are_inference_only(league_run):
 
 
 def test_matches_recorded_equal_episodes_sampled(league_run):
-    _, driver, history = league_run
-    for h in history:
-        episodes = int(h["result"]["env_runners"]["num_episodes"])
-        assert h["report"].matches == episodes
+    _, driver, history, tail = league_run
+    episodes = sum(int(h["result"]["env_runners"]["num_episodes"]) for h in history)
+    matches = sum(h["report"].matches for h in history)
+    assert tail["episodes"] > 0
+    assert matches + tail["matches"] == episodes + tail["episodes"]
     # Matches against frozen snapshots were played and recorded.
     vs_snapshots = [
         r
@@ -136,7 +149,7 @@ def test_matches_recorded_equal_episodes_sampled(league_run):
 
 
 def test_plan_only_names_modules_on_runners(league_run):
-    _, driver, history = league_run
+    _, driver, history, _ = league_run
     on_runners = set(history[-1]["runner_modules"][0])
     assert driver.plan.module_ids() <= on_runners
 
@@ -164,17 +177,19 @@ def test_restarted_env_runner_gets_active_set_back(ray_session, tmp_path, env_ru
     try:
         driver = LeagueDriver(algo, cfg, tmp_path, seed=0)
         driver.seed_league()
-        driver.step(1, algo.train())
+        result = algo.train()
+        recorded = driver.step(1, result).matches
+        episodes = count_metric(result["env_runners"].get("num_episodes"))
         assert driver.active_set
         (victim,) = algo.env_runner_group._worker_manager.actors().values()
         ray.kill(victim, no_restart=False)
-        recorded = episodes = 0
         for iteration in range(2, 6):
             result = algo.train()
             report = driver.step(iteration, result)
             recorded += report.matches
             episodes += count_metric(result["env_runners"].get("num_episodes"))
-        assert recorded == episodes > 0
+        tail = sampled_ahead_tail(algo, driver)
+        assert recorded + tail["matches"] == episodes + tail["episodes"] > 0
         expected = set(trainable_players(cfg)) | set(driver.active_set)
         assert all(set(m) == expected for m in runner_module_ids(driver))
     finally:
