@@ -57,9 +57,7 @@ def sampled_ahead_tail(algo, driver) -> dict[str, int]:
     """Sampling ahead (the default) drains a batch's matches with the iteration that
     started it and counts its episodes with the next: the batch still in flight
     when the run stops, and its matches drained once more."""
-    ahead = algo.env_runner_group.fetch_ready_async_reqs(
-        tags=SAMPLE_AHEAD_TAG, timeout_seconds=60
-    )
+    ahead = algo.env_runner_group.fetch_ready_async_reqs(tags=SAMPLE_AHEAD_TAG, timeout_seconds=60)
     episodes = sum(count_metric(metrics.get("num_episodes")) for _, (_, metrics) in ahead)
     return {"episodes": episodes, "matches": len(driver.drain(0))}
 
