@@ -5,7 +5,9 @@ current players, exported as safetensors like real ones), it runs a few league
 iterations (train + league step) and reports:
 
 - env-runner RSS and learner RSS (the learner runs in the driver process here);
-- iteration time (algo.train() + league step), median of the timed iterations;
+- iteration time (algo.train() + league step), median of the timed iterations,
+  and of it the league step's own work (the wait for the batch the runners sample
+  ahead, timed apart, is the runners' sampling, not the league's);
 - add-to-runner latency: one snapshot added to every env runner (weights load,
   add_module, set_state, new plan), median of several adds.
 
@@ -71,15 +73,19 @@ def measure(size: int, args: argparse.Namespace, root: Path) -> dict[str, float]
         fill_started = time.perf_counter()
         fill_registry(driver, size)
         fill_seconds = time.perf_counter() - fill_started
-        times, step_times = [], []
+        times, step_times, wait_times = [], [], []
         for iteration in range(1, args.iterations + 2):
             started = time.perf_counter()
             result = algo.train()
+            wait_started = time.perf_counter()
+            # Returns once each runner has finished the batch it samples ahead.
+            algo.env_runner_group.foreach_env_runner(lambda er: None, local_env_runner=False)
             step_started = time.perf_counter()
             driver.step(iteration, result)
             if iteration > 1:  # the first iteration warms up
                 times.append(time.perf_counter() - started)
                 step_times.append(time.perf_counter() - step_started)
+                wait_times.append(step_started - wait_started)
         runner_rss = max(
             algo.env_runner_group.foreach_env_runner(lambda er: rss_mb(), local_env_runner=False)
         )
@@ -101,6 +107,7 @@ def measure(size: int, args: argparse.Namespace, root: Path) -> dict[str, float]
             "learner_rss_mb": rss_mb(),
             "iteration_s": statistics.median(times),
             "league_step_ms": 1000 * statistics.median(step_times),
+            "wait_ms": 1000 * statistics.median(wait_times),
             "add_ms": 1000 * statistics.median(add_times) if add_times else float("nan"),
             "fill_s": fill_seconds,
         }
@@ -125,7 +132,8 @@ def main() -> None:
                 f"size {row['size']:5d} (registry {row['registry']}, active {row['active']}): "
                 f"runner RSS {row['runner_rss_mb']:7.1f} MB | learner RSS "
                 f"{row['learner_rss_mb']:7.1f} MB | iteration {row['iteration_s']:5.2f} s "
-                f"(league step {row['league_step_ms']:5.1f} ms) | "
+                f"(league step {row['league_step_ms']:5.1f} ms, wait for the batch sampled "
+                f"ahead {row['wait_ms']:5.1f} ms) | "
                 f"add-to-runner {row['add_ms']:6.1f} ms | registry fill {row['fill_s']:.1f} s",
                 flush=True,
             )
