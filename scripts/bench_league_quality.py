@@ -148,7 +148,10 @@ def head_to_head(game: str, runs: dict[str, RunDir], games: int) -> dict[str, fl
     wins = sum(s.wins for s in seats)
     draws = sum(s.draws for s in seats)
     total = sum(s.games for s in seats)
-    return {"league score vs selfplay": (wins + draws / 2) / total}
+    row = {"league score vs selfplay": (wins + draws / 2) / total}
+    for seat in seats:  # the first player has the edge: each seat's score apart
+        row[f"as {seat.seat}"] = (seat.wins + seat.draws / 2) / seat.games
+    return row
 
 
 def probe_row(run: RunDir, minutes: float) -> dict[str, float]:
