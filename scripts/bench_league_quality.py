@@ -17,10 +17,13 @@ allows it:
   and max over the main's last `--late-snapshots` snapshots;
 - connect_four: the two mains head to head (both sampling, seats alternating), and
   an approximate exploitability of each: the win rate of a best response trained
-  against it for `--probe-minutes` (`league probe`).
+  against it for `--probe-minutes` (`league probe`). With `--seeds`, every league
+  main plays every self-play main, and the self-play mains play each other: one pair
+  of runs is not a measurement on this game (two self-play mains of seeds 0 and 1,
+  same recipe, scored 0.87 to 0.13).
 
     .venv/bin/python scripts/bench_league_quality.py [--games rps tictactoe] [--minutes 15]
-        [--out runs/quality] [--random-games 1000] [--h2h-games 1000]
+        [--out runs/quality] [--seeds 0 1] [--random-games 1000] [--h2h-games 1000]
 
 Runs that already finished in OUT are measured again, not retrained.
 """
@@ -46,6 +49,15 @@ from league.tools.openspiel_exploitability import exploitability as openspiel_ex
 MODES = ("selfplay", "league")
 MAIN = "main_0"
 LEAGUE_CLI = str(Path(sys.executable).with_name("league"))
+Row = tuple[str, str, int, int, dict[str, float]]  # game, label, env steps, main's, figures
+
+
+def run_name(game: str, mode: str, seed: int | None) -> str:
+    return f"{game}-{mode}" if seed is None else f"{game}-{mode}-seed{seed}"
+
+
+def label_of(mode: str, seed: int | None) -> str:
+    return mode if seed is None else f"{mode} seed {seed}"
 
 
 def train(game: str, mode: str, minutes: float, run: RunDir, extra: list[str]) -> None:
@@ -138,20 +150,43 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
     return row
 
 
-def head_to_head(game: str, runs: dict[str, RunDir], games: int) -> dict[str, float]:
-    """The league main against the self-play main, both sampling, seats alternating."""
-    league_main = load_policy(runs["league"].player_dir(MAIN), game=game)
-    selfplay_main = load_policy(runs["selfplay"].player_dir(MAIN), game=game)
-    seats = evaluate(
-        game, league_main, selfplay_main, games // 2, greedy=False, opponent_greedy=False, seed=2
-    )
+def head_to_head(game: str, player: RunDir, opponent: RunDir, games: int) -> dict[str, float]:
+    """One run's main against another's, both sampling, seats alternating."""
+    main = load_policy(player.player_dir(MAIN), game=game)
+    other = load_policy(opponent.player_dir(MAIN), game=game)
+    seats = evaluate(game, main, other, games // 2, greedy=False, opponent_greedy=False, seed=2)
     wins = sum(s.wins for s in seats)
     draws = sum(s.draws for s in seats)
     total = sum(s.games for s in seats)
-    row = {"league score vs selfplay": (wins + draws / 2) / total}
+    row = {"score": (wins + draws / 2) / total}
     for seat in seats:  # the first player has the edge: each seat's score apart
         row[f"as {seat.seat}"] = (seat.wins + seat.draws / 2) / seat.games
     return row
+
+
+def cross_table(game: str, runs: dict[tuple[str, int | None], RunDir], games: int) -> list[Row]:
+    """Every league main against every self-play main, and, with several seeds, the
+    self-play mains against each other: how far two mains of the same recipe score
+    apart from the seed alone, the yardstick for the league's margin."""
+    rows: list[Row] = []
+    scores = []
+    for (mode, seed), run in runs.items():
+        if mode != "league":
+            continue
+        for (other_mode, other_seed), other in runs.items():
+            if other_mode == "selfplay":
+                row = head_to_head(game, run, other, games)
+                scores.append(row["score"])
+                label = f"{label_of(mode, seed)} vs {label_of(other_mode, other_seed)}"
+                rows.append((game, label, 0, 0, row))
+    if len(scores) > 1:
+        rows.append((game, "league vs selfplay, mean", 0, 0, {"score": sum(scores) / len(scores)}))
+    selfplay = [(seed, run) for (mode, seed), run in runs.items() if mode == "selfplay"]
+    for i, (seed, run) in enumerate(selfplay):
+        for other_seed, other in selfplay[i + 1 :]:
+            label = f"{label_of('selfplay', seed)} vs {label_of('selfplay', other_seed)}"
+            rows.append((game, label, 0, 0, head_to_head(game, run, other, games)))
+    return rows
 
 
 def probe_row(run: RunDir, minutes: float) -> dict[str, float]:
@@ -178,31 +213,43 @@ def main() -> None:
     )
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        help="train each mode once per seed (runs in OUT/GAME-MODE-seedN); connect_four "
+        "then plays every league main against every self-play main, and the self-play "
+        "mains against each other (the spread a seed alone gives)",
+    )
+    parser.add_argument(
         "--extra",
         nargs=argparse.REMAINDER,
         default=[],
         help="more `league train` flags, both modes",
     )
     args = parser.parse_args()
-    table: list[tuple[str, str, int, int, dict[str, float]]] = []
+    seeds: list[int | None] = args.seeds or [None]
+    table: list[Row] = []
     for game in args.games:
-        runs = {mode: RunDir(Path(args.out) / f"{game}-{mode}") for mode in args.modes}
-        for mode in args.modes:
-            train(game, mode, args.minutes, runs[mode], args.extra)
-        for mode in args.modes:
-            total, main_steps = steps(runs[mode])
-            table.append((game, mode, total, main_steps, measure(game, runs[mode], args)))
-        if game == "connect_four" and len(runs) == 2:
-            table.append(
-                (game, "league vs selfplay", 0, 0, head_to_head(game, runs, args.h2h_games))
-            )
+        runs = {
+            (mode, seed): RunDir(Path(args.out) / run_name(game, mode, seed))
+            for seed in seeds
+            for mode in args.modes
+        }
+        for (mode, seed), run in runs.items():
+            seed_flags = [] if seed is None else ["--seed", str(seed)]
+            train(game, mode, args.minutes, run, [*seed_flags, *args.extra])
+        for (mode, seed), run in runs.items():
+            total, main_steps = steps(run)
+            table.append((game, label_of(mode, seed), total, main_steps, measure(game, run, args)))
+        if game == "connect_four" and "league" in args.modes and "selfplay" in args.modes:
+            table += cross_table(game, runs, args.h2h_games)
     print(
         f"\nleague vs plain self-play, {args.minutes:g} min each, defaults (`league train --env GAME`)"
     )
     for game, mode, total, main_steps, row in table:
         figures = " | ".join(f"{k} {v:.4f}" if v % 1 else f"{k} {v:.0f}" for k, v in row.items())
         budget = f"{total:>9,d} env steps ({main_steps:,d} main)" if total else ""
-        print(f"{game:12s} {mode:18s} {budget:36s} | {figures}")
+        print(f"{game:12s} {mode:28s} {budget:36s} | {figures}")
 
 
 if __name__ == "__main__":
