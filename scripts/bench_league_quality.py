@@ -31,11 +31,13 @@ Runs that already finished in OUT are measured again, not retrained.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from envs.opponents import RandomPlayer
 from league.core.ids import parse_module_id
@@ -150,10 +152,8 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
     return row
 
 
-def head_to_head(game: str, player: RunDir, opponent: RunDir, games: int) -> dict[str, float]:
-    """One run's main against another's, both sampling, seats alternating."""
-    main = load_policy(player.player_dir(MAIN), game=game)
-    other = load_policy(opponent.player_dir(MAIN), game=game)
+def head_to_head(game: str, main: Any, other: Any, games: int) -> dict[str, float]:
+    """One main against another, both sampling, seats alternating."""
     seats = evaluate(game, main, other, games // 2, greedy=False, opponent_greedy=False, seed=2)
     wins = sum(s.wins for s in seats)
     draws = sum(s.draws for s in seats)
@@ -168,24 +168,18 @@ def cross_table(game: str, runs: dict[tuple[str, int | None], RunDir], games: in
     """Every league main against every self-play main, and, with several seeds, the
     self-play mains against each other: how far two mains of the same recipe score
     apart from the seed alone, the yardstick for the league's margin."""
+    mains = {key: load_policy(run.player_dir(MAIN), game=game) for key, run in runs.items()}
+    leagues = [key for key in mains if key[0] == "league"]
+    selfplays = [key for key in mains if key[0] == "selfplay"]
+    pairs = [*itertools.product(leagues, selfplays), *itertools.combinations(selfplays, 2)]
     rows: list[Row] = []
-    scores = []
-    for (mode, seed), run in runs.items():
-        if mode != "league":
-            continue
-        for (other_mode, other_seed), other in runs.items():
-            if other_mode == "selfplay":
-                row = head_to_head(game, run, other, games)
-                scores.append(row["score"])
-                label = f"{label_of(mode, seed)} vs {label_of(other_mode, other_seed)}"
-                rows.append((game, label, 0, 0, row))
-    if len(scores) > 1:
-        rows.append((game, "league vs selfplay, mean", 0, 0, {"score": sum(scores) / len(scores)}))
-    selfplay = [(seed, run) for (mode, seed), run in runs.items() if mode == "selfplay"]
-    for i, (seed, run) in enumerate(selfplay):
-        for other_seed, other in selfplay[i + 1 :]:
-            label = f"{label_of('selfplay', seed)} vs {label_of('selfplay', other_seed)}"
-            rows.append((game, label, 0, 0, head_to_head(game, run, other, games)))
+    for a, b in pairs:
+        row = head_to_head(game, mains[a], mains[b], games)
+        rows.append((game, f"{label_of(*a)} vs {label_of(*b)}", 0, 0, row))
+    league_scores = [row["score"] for _, label, _, _, row in rows if label.startswith("league")]
+    if len(league_scores) > 1:
+        mean = sum(league_scores) / len(league_scores)
+        rows.append((game, "league vs selfplay, mean", 0, 0, {"score": mean}))
     return rows
 
 
