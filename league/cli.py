@@ -270,9 +270,18 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
         "--payoff",
         choices=["auto", "exact", "league"],
         default="auto",
-        help="with --mixture: the meta-game to solve: the league's payoff table (win rates "
+        help="with --mixture --solver nash: the meta-game to solve: the league's payoff table (win rates "
         "of the games played in training), or exact expected returns between every pair "
         "of snapshots and players (OpenSpiel games only); auto = exact where possible",
+    )
+    p.add_argument(
+        "--solver",
+        choices=["auto", "nash", "least-exploitable"],
+        default="auto",
+        help="with --mixture: 'nash' solves the meta-game between the members (PSRO's "
+        "restricted Nash); 'least-exploitable' weighs them against every opponent the game "
+        "allows, by exact best responses (two-player zero-sum OpenSpiel games only); "
+        "auto = least-exploitable where possible, unless --payoff is given",
     )
     p.add_argument(
         "--force",
@@ -542,23 +551,71 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
         league_config = TrainConfig.from_dict(run.load_config(), source="config.json").league
     league = League.from_state(league_config, {k: v for k, v in state.items() if k != "driver"})
     game = TrainConfig.from_dict(run.load_config(), source="config.json").game
+    openspiel = get_game(game).openspiel is not None
+    solver = args.solver
+    if solver == "auto":
+        solver = "least-exploitable" if openspiel and args.payoff == "auto" else "nash"
     payoff = args.payoff
     if payoff == "auto":
-        payoff = "exact" if get_game(game).openspiel is not None else "league"
-    if payoff == "league":
+        payoff = "exact" if openspiel else "league"
+    if solver == "least-exploitable":
+        members, weights = _least_exploitable_mixture(
+            run, game, list(league.snapshots), league.players
+        )
+        what = "least-exploitable mixture"
+    elif payoff == "league":
         weights = nash_weights(league.payoff, list(league.snapshots))
         with _refuse(SnapshotError):
             members = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in weights}
+        what = "Nash mixture (league payoffs)"
     else:
         members, weights = _exact_nash_mixture(run, game, list(league.snapshots), league.players)
+        what = "Nash mixture (exact payoffs)"
     with _refuse(SnapshotError):
         out = save_mixture(args.out, members, weights)
     shown = ", ".join(f"{sid} {w:.3f}" for sid, w in sorted(weights.items(), key=lambda kv: -kv[1]))
-    print(
-        f"exported the league's Nash mixture ({payoff} payoffs; {len(weights)} members: "
-        f"{shown}) to {out}"
-    )
+    print(f"exported the league's {what} ({len(weights)} members: {shown}) to {out}")
     return 0
+
+
+def _league_policies(run: Any, snapshots: list[str], players: Any) -> dict[str, Any]:
+    """Every snapshot and trainable player of a run, loaded (validated) from disk."""
+    from league.snapshot import SnapshotError, load_snapshot
+
+    with _refuse(SnapshotError):
+        policies = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in snapshots}
+        for player in players:
+            if run.player_dir(player).is_dir():
+                policies[player] = load_snapshot(run.player_dir(player))
+    return policies
+
+
+def _least_exploitable_mixture(
+    run: Any, game: str, snapshots: list[str], players: Any
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Weights over every snapshot and trainable player of an OpenSpiel game that
+    minimise the mixture's exact exploitability (league.tools.least_exploitable)."""
+    from league.tools.least_exploitable import NotZeroSumError, least_exploitable_weights
+    from league.tools.openspiel_exploitability import (
+        NotAnOpenSpielGameError,
+        openspiel_game,
+        tabular_policy,
+    )
+
+    policies = _league_policies(run, snapshots, players)
+    with _refuse(NotAnOpenSpielGameError):
+        spiel_game = openspiel_game(game)
+    print(f"weighing {len(policies)} policies against exact best responses on {game}", flush=True)
+    tables = [tabular_policy(spiel_game, policy) for policy in policies.values()]
+    with _refuse(NotZeroSumError):
+        result = least_exploitable_weights(spiel_game, tables, progress=print)
+    print(
+        f"  least exploitable: {result.exploitability:.4f} (no mixture of these members "
+        f"below {result.lower_bound:.4f}; {result.rounds} rounds)",
+        flush=True,
+    )
+    chosen = {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
+    return {m: policies[m] for m in chosen}, chosen
 
 
 def _exact_nash_mixture(
@@ -567,14 +624,9 @@ def _exact_nash_mixture(
     """Maximin weights over every snapshot and trainable player of an OpenSpiel game,
     on the exact meta-game (league.tools.openspiel_exploitability.exact_meta_game)."""
     from league.core.nash import WEIGHT_FLOOR, maximin
-    from league.snapshot import SnapshotError, load_snapshot
     from league.tools.openspiel_exploitability import NotAnOpenSpielGameError, exact_meta_game
 
-    with _refuse(SnapshotError):
-        policies = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in snapshots}
-        for player in players:
-            if run.player_dir(player).is_dir():
-                policies[player] = load_snapshot(run.player_dir(player))
+    policies = _league_policies(run, snapshots, players)
     print(f"solving the exact meta-game of {len(policies)} policies on {game}", flush=True)
     with _refuse(NotAnOpenSpielGameError):
         matrix = exact_meta_game(game, policies, progress=print)

@@ -12,9 +12,10 @@ allows it:
   sampled exploitability's mean and max per seat over the main's last `--late-snapshots`
   snapshots (the final iterate alone swings from 0.03 to 0.8 between snapshots);
 - kuhn_poker, leduc_poker (OpenSpiel): exact exploitability (OpenSpiel's own
-  `exploitability`, NashConv/2) of the main and, for the league, of its Nash
-  mixture over snapshots (`league export --mixture`, reach-weighted) and the mean
-  and max over the main's last `--late-snapshots` snapshots;
+  `exploitability`, NashConv/2) of the main and, for the league, of its two
+  mixtures over snapshots and players (`league export --mixture --solver nash` and
+  `least-exploitable`, reach-weighted) and the mean and max over the main's last
+  `--late-snapshots` snapshots;
 - connect_four: the two mains head to head (both sampling, seats alternating), and
   an approximate exploitability of each: the win rate of a best response trained
   against it for `--probe-minutes` (`league probe`). With `--seeds`, every league
@@ -140,15 +141,24 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
         row |= late_snapshots(game, run, args.late_snapshots)
     elif game in ("kuhn_poker", "leduc_poker"):
         row["exploitability"] = openspiel_exploitability(game, policy)
-        mixture = run.path / "nash-mixture"
         if run.store_file.is_file():
-            if not mixture.is_dir():
-                command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
-                subprocess.run([*command, "--out", str(mixture)], check=True)
-            row["mixture exploitability"] = openspiel_exploitability(game, load_policy(mixture))
+            row |= mixtures(game, run)
         row |= late_snapshots(game, run, args.late_snapshots)
     elif game == "connect_four":
         row |= probe_row(run, args.probe_minutes)
+    return row
+
+
+def mixtures(game: str, run: RunDir) -> dict[str, float]:
+    """The league's two mixtures of its snapshots and players (`league export
+    --mixture`): the exact meta-game's Nash, and the least-exploitable weights."""
+    row: dict[str, float] = {}
+    for solver in ("nash", "least-exploitable"):
+        out = run.path / f"{solver}-mixture"
+        if not out.is_dir():
+            command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
+            subprocess.run([*command, "--solver", solver, "--out", str(out)], check=True)
+        row[f"{solver} mixture"] = openspiel_exploitability(game, load_policy(out))
     return row
 
 

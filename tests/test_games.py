@@ -169,12 +169,17 @@ def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_pa
     if game in ("kuhn_poker", "leduc_poker"):
         line = next(line for line in out.splitlines() if "OpenSpiel" in line)
         assert 0.0 <= float(line.split(":")[1].split()[0]) < 5.0
-    if game in ("kuhn_poker", "leduc_poker"):  # the league's Nash on the exact meta-game
-        mix = tmp_path / "mixture"
-        assert main(["export", "--mixture", "--run-dir", str(run), "--out", str(mix)]) == 0
-        assert "exact payoffs" in capsys.readouterr().out
-        mixture = load_policy(mix)
-        assert 0.0 <= exploitability(game, mixture) < uniform_exploitability(game) + 1.0
+    if game in ("kuhn_poker", "leduc_poker"):  # the league's mixtures, exact
+        nash, least = tmp_path / "nash", tmp_path / "least"
+        argv = ["export", "--mixture", "--run-dir", str(run)]
+        assert main([*argv, "--solver", "nash", "--out", str(nash)]) == 0
+        assert "Nash mixture (exact payoffs)" in capsys.readouterr().out
+        assert main([*argv, "--out", str(least)]) == 0  # the default on OpenSpiel games
+        assert "least-exploitable mixture" in capsys.readouterr().out
+        nash_ex = exploitability(game, load_policy(nash))
+        least_ex = exploitability(game, load_policy(least))
+        assert 0.0 <= nash_ex < uniform_exploitability(game) + 1.0
+        assert least_ex <= nash_ex + 1e-3  # same members, weighed against every opponent
     dest = tmp_path / "export"
     assert main(["export", "--run-dir", str(run), "--player", "main_0", "--out", str(dest)]) == 0
     policy = load_policy(dest)
