@@ -18,7 +18,9 @@ allows it:
   `--late-snapshots` snapshots;
 - connect_four: the two mains head to head (both sampling, seats alternating), and
   an approximate exploitability of each: the win rate of a best response trained
-  against it for `--probe-minutes` (`league probe`). With `--seeds`, every league
+  against it for `--probe-minutes` (`league probe`); and its tactics
+  (`league.tools.tactics`): the probability it gives a winning move where it has
+  one, and a blocking move where one is due, over its own sampled games. With `--seeds`, every league
   main plays every self-play main, and the self-play mains play each other: one pair
   of runs is not a measurement on this game (two self-play mains of seeds 0 and 1,
   same recipe, scored 0.87 to 0.13).
@@ -48,6 +50,7 @@ from league.store import open_store
 from league.tools.evaluation import evaluate
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
 from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
+from league.tools.tactics import connect_four_tactics
 
 MODES = ("selfplay", "league")
 MAIN = "main_0"
@@ -145,6 +148,8 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
             row |= mixtures(game, run)
         row |= late_snapshots(game, run, args.late_snapshots)
     elif game == "connect_four":
+        tactics = connect_four_tactics(policy, games=args.tactics_games, seed=3)
+        row |= {"takes its win": tactics.win, "blocks": tactics.block}
         row |= probe_row(run, args.probe_minutes)
     return row
 
@@ -209,6 +214,13 @@ def main() -> None:
     parser.add_argument("--random-games", type=int, default=1000)
     parser.add_argument("--h2h-games", type=int, default=1000)
     parser.add_argument("--probe-minutes", type=float, default=5.0)
+    parser.add_argument(
+        "--tactics-games",
+        type=int,
+        default=300,
+        help="connect_four: self-play games for the tactics figures (probability on "
+        "the winning move where there is one, on the block where one is due)",
+    )
     parser.add_argument(
         "--late-snapshots",
         type=int,
