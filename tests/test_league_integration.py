@@ -192,3 +192,52 @@ def test_restarted_env_runner_gets_active_set_back(ray_session, tmp_path, env_ru
         assert all(set(m) == expected for m in runner_module_ids(driver))
     finally:
         algo.stop()
+
+
+def test_a_main_adopting_its_exploiter_takes_its_weights(ray_session, tmp_path):
+    """`main_adopts_exploiter_win_rate`: when the main exploiter snapshots and beats the
+    main, the main restarts from the exploiter's weights, on the learner and on the
+    env runners, and the exploiter carries on from the same weights."""
+    import numpy as np
+
+    cfg = TrainConfig.from_dict(
+        dict(
+            env="tictactoe",
+            num_env_runners=1,
+            num_envs_per_env_runner=2,
+            train_batch_size=300,
+            minibatch_size=100,
+            num_epochs=1,
+            hidden_sizes=[16],
+            league={
+                "snapshot_step_budget": 150,
+                "snapshot_min_games": 0.0,
+                "main_adopts_exploiter_win_rate": 0.0,  # adopt at every exploiter snapshot
+            },
+        )
+    )
+    algo = build_ppo_config(cfg).build_algo()
+    try:
+        driver = LeagueDriver(algo, cfg, tmp_path, seed=0)
+        driver.seed_league()
+        adopted = 0
+        for iteration in range(1, 7):
+            report = driver.step(iteration, algo.train())
+            if "main_0" not in report.resets:
+                continue
+            assert "main_exploiter_0" not in report.resets  # it carries on
+            learner = driver.learner_weights(["main_0", "main_exploiter_0"])
+            main, exploiter = learner["main_0"], learner["main_exploiter_0"]
+            assert main.keys() == exploiter.keys()
+            assert all(np.array_equal(main[k], exploiter[k]) for k in main)
+            on_runner = algo.env_runner_group.foreach_env_runner(
+                lambda runner: runner.module["main_0"].get_state(), local_env_runner=False
+            )[0]
+            assert on_runner and all(
+                np.array_equal(np.asarray(on_runner[k]), main[k]) for k in on_runner
+            )
+            assert driver.league.players["main_0"].parent == "main_exploiter_0"
+            adopted += 1
+        assert adopted
+    finally:
+        algo.stop()

@@ -84,6 +84,8 @@ def test_config_dict_round_trip() -> None:
         ("main_exploiter_switch_win_rate", 1.2),
         ("main_exploiter_weighting", "nope"),
         ("main_exploiter_reset_to", "random"),
+        ("main_adopts_exploiter_win_rate", 1.5),
+        ("main_adopts_exploiter_win_rate", float("inf")),
         ("league_exploiter_reset_prob", 2.0),
         ("snapshot_win_rate", float("nan")),
         ("snapshot_min_games", -1.0),
@@ -310,6 +312,43 @@ def test_main_exploiter_always_resets() -> None:
     two.record(results("main_1", "main_exploiter_0", wins=3))
     reset = two.role("main_exploiter_0").reset_after_snapshot(two.view(), rng)
     assert reset == Reset("main_exploiter_0", "main_1")
+
+
+def adopting_league(win_rate: float | None, wins: int, losses: int) -> League:
+    """A league whose main exploiter is due a snapshot, with its record against the main."""
+    league = League(
+        small_cfg(
+            num_league_exploiters=0,
+            main_exploiter_reset_to="main",
+            main_adopts_exploiter_win_rate=win_rate,
+        )
+    )
+    league.record(results("main_exploiter_0", "main_0", wins=wins, losses=losses))
+    league.add_steps({"main_exploiter_0": 1000})  # the step budget: a snapshot is due
+    return league
+
+
+def test_a_main_adopts_an_exploiter_that_beats_it() -> None:
+    rng = np.random.default_rng(0)
+    league = adopting_league(0.55, wins=12, losses=8)  # 0.6 over 20 games
+    decision = league.decide(rng)
+    assert decision.snapshots == ("main_exploiter_0",)
+    # The main restarts from the exploiter; the exploiter, now the main's copy, carries on.
+    assert decision.resets == (Reset("main_0", "main_exploiter_0"),)
+    exploiter_rating = league.ratings.rating("main_exploiter_0")
+    league.apply(decision, iteration=1)
+    assert league.ratings.rating("main_0") == exploiter_rating
+    assert league.players["main_0"].parent == "main_exploiter_0"
+    assert league.payoff.games("main_exploiter_0", "main_0") == 0  # old weights' record gone
+
+
+@pytest.mark.parametrize(
+    ("win_rate", "wins", "losses"),
+    [(None, 20, 0), (0.55, 10, 10), (0.55, 6, 2)],  # off; not better; too few games (10)
+)
+def test_a_main_keeps_its_weights_otherwise(win_rate, wins, losses) -> None:
+    decision = adopting_league(win_rate, wins, losses).decide(np.random.default_rng(0))
+    assert decision.resets == (Reset("main_exploiter_0", "main_0"),)
 
 
 def test_main_never_resets() -> None:

@@ -146,6 +146,16 @@ class LeagueConfig:
             "current best-rated 'main'."
         ),
     )
+    main_adopts_exploiter_win_rate: float | None = field(
+        default=None,
+        metadata=_help(
+            "When a main exploiter snapshots, a main it beats at this win rate or more "
+            "(over snapshot_min_games games or more) restarts from the exploiter's weights "
+            "and the exploiter carries on from them: population-based training's exploit "
+            "step, so an exploiter's training that made a stronger player is not lost to "
+            "the main's lineage (unset: mains never restart)."
+        ),
+    )
     league_exploiter_reset_prob: float = field(
         default=0.25,
         metadata=_help("League exploiter: probability of reset after a snapshot."),
@@ -307,6 +317,8 @@ class LeagueConfig:
         _check_int(self, "active_set_size", minimum=1)
         _check_int(self, "active_set_max_swaps", minimum=0)
         _check_float(self, "active_set_hysteresis", low=0.0)
+        if self.main_adopts_exploiter_win_rate is not None:
+            _check_float(self, "main_adopts_exploiter_win_rate", low=0.0, high=1.0)
         for name in ("entropy_coeff", "entropy_coeff_final", "exploiter_entropy_coeff"):
             if getattr(self, name) is not None:
                 _check_float(self, name, low=0.0, high=100.0)

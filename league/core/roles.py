@@ -11,11 +11,13 @@ without Ray.
 - ``MainAgent``: the product. Mixes self-play against the current mains, PFSP
   over every snapshot, PFSP over the snapshots it risks forgetting (main
   snapshots it no longer beats well) plus past main exploiters, the live main
-  exploiters, and PFSP over the reference opponents. Never resets.
+  exploiters, and PFSP over the reference opponents. Never resets by itself; with
+  ``main_adopts_exploiter_win_rate`` it restarts from a main exploiter that beats it.
 - ``MainExploiter``: finds weaknesses of the current mains. Plays a current
   main, or -- when it cannot beat it yet, and half of the time anyway -- that
   main's snapshots as a curriculum. Resets after every snapshot, so each
-  lineage is a fresh attempt.
+  lineage is a fresh attempt (unless a main adopted it: it then carries on as
+  the main's copy).
 - ``LeagueExploiter``: finds weaknesses of the whole league by PFSP over all
   snapshots. Resets sometimes, to diversify without losing all progress.
 """
@@ -179,6 +181,20 @@ class MainExploiter(Role):
 
     def targets(self, view: LeagueView) -> list[str]:
         return view.player_ids(MAIN)
+
+    def adopters(self, view: LeagueView) -> tuple[str, ...]:
+        """The mains that restart from this exploiter's weights as it snapshots: those
+        it beats at `main_adopts_exploiter_win_rate` (PBT's exploit step)."""
+        cfg = self.cfg
+        threshold = cfg.main_adopts_exploiter_win_rate
+        if threshold is None:
+            return ()
+        return tuple(
+            main
+            for main in view.player_ids(MAIN)
+            if view.payoff.games(self.player, main) >= cfg.snapshot_min_games
+            and view.payoff.win_rate(self.player, main) >= threshold
+        )
 
     def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
         """Always: each lineage is a fresh search for a new exploit."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from safetensors.numpy import load_file
 
@@ -135,6 +136,21 @@ class LeagueDriver:
         weights = self.algo.learner_group.get_weights(module_ids=module_ids)
         return {m: {k: np.asarray(v) for k, v in weights[m].items()} for m in module_ids}
 
+    def sync_to_runners(self, module_ids: list[str]) -> None:
+        """Copy these players' inference-only weights from the learner to every env
+        runner now. Not `EnvRunnerGroup.sync_weights`: it is asynchronous and drops
+        the call while the iteration's own weight sync is still unanswered (one
+        request in flight per runner and tag), which left a reset player's old
+        weights on the runners for the next sample."""
+        modules = [f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{m}" for m in module_ids]
+        state = self.algo.learner_group.get_state(components=modules, inference_only=True)
+        weights = state[COMPONENT_LEARNER][COMPONENT_RL_MODULE]
+
+        def install(er: LeagueEnvRunner, w: Mapping = weights) -> None:
+            er.module.set_state(w)
+
+        self.algo.env_runner_group.foreach_env_runner(install, local_env_runner=True)
+
     def drain(self, iteration: int) -> list[MatchRecord]:
         """Every finished episode since the last drain, once (deduplicated by id)."""
         batches = self.algo.env_runner_group.foreach_env_runner(
@@ -236,11 +252,7 @@ class LeagueDriver:
             self.algo.learner_group.set_weights({reset.player: source})
             reset_players.append(reset.player)
         if reset_players:
-            self.algo.env_runner_group.sync_weights(
-                from_worker_or_learner_group=self.algo.learner_group,
-                policies=reset_players,
-                inference_only=True,
-            )
+            self.sync_to_runners(reset_players)
 
         retired = retirements(self.league)
         self.league.retire(retired)
