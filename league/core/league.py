@@ -31,7 +31,7 @@ from league.core.match import MatchRecord
 from league.core.model import Decision, LeagueView, Player, Reset, Snapshot
 from league.core.payoff import PayoffTable
 from league.core.ratings import EloRatings
-from league.core.roles import MainExploiter, Role, make_role
+from league.core.roles import Role, make_role
 
 STATE_FORMAT = 1
 RECORDED_EPISODES_KEPT = 100_000
@@ -156,11 +156,11 @@ class League:
             role = self.role(pid)
             if role.snapshot_due(view):
                 snapshots.append(pid)
-                adopters = role.adopters(view) if isinstance(role, MainExploiter) else ()
+                adopters = role.adopters(view)
                 resets += [Reset(main, pid) for main in adopters]
                 reset = role.reset_after_snapshot(view, rng)
                 # An adopted exploiter already holds the weights it would restart from.
-                if reset is not None and not (adopters and reset.source in adopters):
+                if reset is not None and reset.source not in adopters:
                     resets.append(reset)
         return Decision(tuple(snapshots), tuple(resets))
 

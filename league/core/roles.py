@@ -129,6 +129,10 @@ class Role:
     def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
         return None
 
+    def adopters(self, view: LeagueView) -> tuple[str, ...]:
+        """Players that restart from this one's weights as it snapshots (none here)."""
+        return ()
+
 
 class MainAgent(Role):
     name = MAIN
