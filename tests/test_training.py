@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 
 import pytest
 
@@ -219,6 +220,40 @@ def test_a_relative_run_dir_checkpoints(ray_session, tmp_path, monkeypatch):
     summary = train(cfg, log=lambda line: None)
     assert (tmp_path / "runs/relative/checkpoints/latest.json").is_file()
     assert summary.checkpoint.startswith(str(tmp_path))
+
+
+class _InterruptOnCollect:
+    """Sends this process a SIGINT from a finalizer: Python prints and drops the
+    KeyboardInterrupt the handler raises there."""
+
+    def __del__(self) -> None:
+        signal.raise_signal(signal.SIGINT)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one
+def test_an_interrupt_dropped_inside_a_finalizer_still_stops_the_run(ray_session, tmp_path):
+    cfg = TrainConfig(
+        **{**TINY, "train_batch_size": 500, "minibatch_size": 250, "num_epochs": 1},
+        mode="selfplay",
+        run_dir=str(tmp_path / "run"),
+        stop_timesteps=500 * 40,
+        eval_interval=0,
+    )
+    lines: list[str] = []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if line.startswith("iter "):
+            _InterruptOnCollect()  # collected at once: the signal arrives in __del__
+
+    summary = train(cfg, log=log)
+    # The first iteration's line sent the signal; without the recorded signal the
+    # run would have gone on to its 40 iterations.
+    assert summary.iterations == 1, lines
+    assert any(line.startswith("interrupted: writing a final checkpoint") for line in lines)
+    assert (tmp_path / "run/checkpoints/latest.json").is_file()
+    # The handlers are restored: pytest's own Ctrl-C handling is back.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path):

@@ -148,16 +148,38 @@ class TrainControl:
             listener(record)
 
 
-def _stop_on_sigterm() -> None:
-    """SIGTERM (`ray job stop`, a container stop) ends training like Ctrl-C: with a
-    final checkpoint. Installed after ray.init, which sets its own handler."""
-    if threading.current_thread() is not threading.main_thread():
-        return
+class StopSignals:
+    """Ctrl-C (SIGINT) and SIGTERM (`ray job stop`, a container stop) end training with
+    a final checkpoint.
 
-    def interrupt(signum: int, frame: Any) -> None:
+    The handler raises KeyboardInterrupt at once and also records the signal, which
+    the loop checks between iterations: Python prints and drops an exception raised
+    while a finalizer runs (an object's `__del__`, such as one of Ray's object refs
+    being collected), and the run would otherwise go on as if never interrupted.
+    Installed after ray.init, which sets its own handlers; only the main thread can.
+    """
+
+    def __init__(self) -> None:
+        self._received = threading.Event()
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous[signum] = signal.signal(signum, self._interrupt)
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def received(self) -> bool:
+        return self._received.is_set()
+
+    def _interrupt(self, signum: int, frame: Any) -> None:
+        self._received.set()
         raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 def start_ray(cfg: TrainConfig, log: Callable[[str], None]) -> None:
@@ -269,7 +291,8 @@ def train(
             f"(seq {store.seq()}); pass --resume, or use another store or namespace"
         )
     start_ray(cfg, log)
-    _stop_on_sigterm()
+    stop_signals = StopSignals()
+    stop_signals.install()
     algo = build_algorithm_config(cfg).build_algo()
     driver = LeagueDriver(algo, cfg, run, seed=cfg.seed) if cfg.mode == "league" else None
     summary = TrainingSummary()
@@ -297,6 +320,8 @@ def train(
     sinks = [ProgressFile(run), TensorBoardSink(run)]
     try:
         while env_steps < (cfg.stop_timesteps or float("inf")) and time.monotonic() < deadline:
+            if stop_signals.received():
+                raise KeyboardInterrupt  # one the interpreter dropped inside the iteration
             if control is not None:
                 if control.paused:
                     log("paused")
@@ -330,6 +355,7 @@ def train(
     except KeyboardInterrupt:
         log("interrupted: writing a final checkpoint")
     finally:
+        stop_signals.restore()
         for sink in sinks:
             sink.close()
     if iteration != last_saved_iteration:
