@@ -246,14 +246,19 @@ def test_an_interrupt_dropped_inside_a_finalizer_still_stops_the_run(ray_session
         if line.startswith("iter "):
             _InterruptOnCollect()  # collected at once: the signal arrives in __del__
 
-    summary = train(cfg, log=log)
+    # A run started as a background job inherits SIGINT ignored, and leaves it so.
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        summary = train(cfg, log=log)
+        after = signal.getsignal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, outer)
     # The first iteration's line sent the signal; without the recorded signal the
     # run would have gone on to its 40 iterations.
     assert summary.iterations == 1, lines
     assert any(line.startswith("interrupted: writing a final checkpoint") for line in lines)
     assert (tmp_path / "run/checkpoints/latest.json").is_file()
-    # The handlers are restored: pytest's own Ctrl-C handling is back.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert after is signal.default_int_handler  # the handler in place before is back
 
 
 def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path):

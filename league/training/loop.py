@@ -167,6 +167,8 @@ class StopSignals:
         if threading.current_thread() is not threading.main_thread():
             return
         for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) is signal.SIG_IGN:
+                continue  # ignored on purpose (a background job, nohup): left so
             self._previous[signum] = signal.signal(signum, self._interrupt)
 
     def restore(self) -> None:
