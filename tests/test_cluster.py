@@ -198,6 +198,9 @@ def test_runner_node_dies_and_returns_mid_run(cluster, tmp_path):
         stderr=subprocess.STDOUT,
         env={**cluster.env, "RAY_ADDRESS": cluster.address},
         cwd=ROOT,
+        # SIGINT is how this test stops it: not ignored even when pytest runs as a
+        # background job (a run leaves an ignored SIGINT ignored, as Python does).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         # Only the runner node has `runner_node`: every sampled step came from there.
