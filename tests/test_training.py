@@ -261,6 +261,24 @@ def test_an_interrupt_dropped_inside_a_finalizer_still_stops_the_run(ray_session
     assert after is signal.default_int_handler  # the handler in place before is back
 
 
+def test_stop_signals_leave_an_ignored_signal_ignored_and_restore_the_rest():
+    from league.training.loop import StopSignals
+
+    outer_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    outer_term = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        stop_signals = StopSignals()
+        stop_signals.install()
+        during = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        stop_signals.restore()
+        after = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    finally:
+        signal.signal(signal.SIGINT, outer_int)
+        signal.signal(signal.SIGTERM, outer_term)
+    assert during[0] is signal.SIG_IGN and callable(during[1])  # SIGTERM now handled
+    assert after == (signal.SIG_IGN, signal.SIG_DFL)
+
+
 def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path):
     import subprocess
     import sys
