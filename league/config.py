@@ -45,6 +45,9 @@ MODES = ("league", "selfplay")
 ALGOS = ("ppo", "appo")
 
 
+ANNEAL_OVER = ("steps", "run")
+
+
 def _schedule(start: float, final: float | None, steps: int) -> float | list[list[float]]:
     """A constant, or RLlib's piecewise-linear schedule from start to final."""
     return start if final is None else [[0, start], [steps, final]]
@@ -209,6 +212,20 @@ class TrainConfig:
         metadata=_help(
             "Env steps (all players together, RLlib's lifetime count) over which lr and "
             "the entropy bonus reach lr_final and entropy_coeff_final."
+        ),
+    )
+    anneal_over: str = field(
+        default="steps",
+        metadata=_help(
+            "What the lr and entropy-bonus schedules span: 'steps', anneal_steps env steps "
+            "(RLlib's schedule); 'run', the run itself: its stop_minutes of training time "
+            "(default_stop_minutes when no stop is given) or else its stop_timesteps, so "
+            "a slower machine or a longer run still gets the whole schedule, ending at "
+            "the final values as the run stops. A resumed run anneals what is left over "
+            "its new budget. Time needs ppo with sample_ahead and env runners; "
+            "otherwise the schedules span anneal_steps.",
+            choices=ANNEAL_OVER,
+            noun="anneal_over value",
         ),
     )
     vf_loss_coeff: float = field(default=0.5, metadata=_help("Value loss coefficient."))
@@ -515,10 +532,25 @@ class TrainConfig:
             return {}
         return {p: {"entropy_coeff": coeff} for p in players if parse_module_id(p).role != MAIN}
 
+    def run_minutes(self) -> float | None:
+        """The run's wall-time budget in this process (None: it stops by env steps only)."""
+        if self.stop_minutes is None and self.stop_timesteps is None:
+            return self.default_stop_minutes
+        return self.stop_minutes
+
+    def schedule_steps(self) -> int:
+        """The schedules' span on RLlib's env-step axis. With anneal_over 'run' and a
+        time budget the axis is a clock (`league.training.run_clock`) that reaches it
+        as the time runs out; with only a step budget it is that budget."""
+        if self.anneal_over == "run" and self.run_minutes() is None:
+            assert self.stop_timesteps is not None  # run_minutes is None only then
+            return self.stop_timesteps
+        return self.anneal_steps
+
     def lr_schedule(self) -> float | list[list[float]]:
         """RLlib's `lr`: the constant rate, or a piecewise-linear schedule over the
         lifetime env steps sampled when lr_final is set."""
-        return _schedule(self.lr, self.lr_final, self.anneal_steps)
+        return _schedule(self.lr, self.lr_final, self.schedule_steps())
 
     def player_entropy_coeff(self) -> float | list[list[float]]:
         """The players' entropy bonus, as a schedule when it anneals; in league mode
@@ -529,7 +561,7 @@ class TrainConfig:
                 start = self.league.entropy_coeff
             if self.league.entropy_coeff_final is not None:
                 final = self.league.entropy_coeff_final
-        return _schedule(start, final, self.anneal_steps)
+        return _schedule(start, final, self.schedule_steps())
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:

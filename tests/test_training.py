@@ -338,6 +338,39 @@ def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_sessio
         TrainConfig(**tiny, lr_final=1e-4, anneal_steps=0)
 
 
+def test_schedules_over_the_run_end_at_their_final_values_as_time_runs_out(ray_session, tmp_path):
+    """`anneal_over: run` with a time budget: the learners' schedules follow the run
+    clock, so lr is at lr_final as the run stops although `anneal_steps` (the axis) is
+    far beyond the steps played; a resumed run continues from the recorded progress
+    instead of restarting the schedule; without sample-ahead the run says it falls
+    back to env steps."""
+    tiny = {**TINY, "train_batch_size": 500, "minibatch_size": 250, "num_epochs": 1}
+    cfg = TrainConfig(
+        **tiny, mode="selfplay", run_dir=str(tmp_path / "run"), stop_minutes=0.25,
+        eval_interval=0, lr_final=1e-5, anneal_over="run", anneal_steps=10**9,
+    )  # fmt: skip
+    rate = "default_optimizer_learning_rate"
+    summary = train(cfg, log=lambda line: None)
+    latest = json.loads((tmp_path / "run/checkpoints/latest.json").read_text())
+    records = [
+        json.loads(line) for line in (tmp_path / "run/progress.jsonl").read_text().splitlines()
+    ]
+    rates = [r["learners"][MAIN_PLAYER][rate] for r in records]
+    assert summary.env_steps < 10**7  # over env steps the rate would not have moved
+    assert rates == sorted(rates, reverse=True) and rates[-1] < 2e-4, rates
+    assert 0.8 <= latest["schedule_progress"] <= 1.0, latest
+    train(cfg, resume=True, log=lambda line: None)
+    resumed = [
+        json.loads(line) for line in (tmp_path / "run/progress.jsonl").read_text().splitlines()
+    ]
+    after = [r["learners"][MAIN_PLAYER][rate] for r in resumed[len(records) :]]
+    assert after and max(after) <= rates[-1] + 1e-9, (rates[-1], after)  # not back at 1e-3
+    lines: list[str] = []
+    fallback = cfg.replace(run_dir=str(tmp_path / "sync"), sample_ahead=False, stop_minutes=0.05)
+    train(fallback, log=lines.append)
+    assert any("schedules over time need ppo with sample_ahead" in line for line in lines), lines
+
+
 def test_league_anneals_its_own_bonus_while_self_play_keeps_the_runs():
     """`league.entropy_coeff_final` anneals the players in league mode only; the run's
     `entropy_coeff_final` stays self-play's (constant when unset)."""

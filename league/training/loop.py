@@ -38,6 +38,8 @@ from league.training.algorithm import (
     trainable_players,
 )
 from league.training.driver import LeagueDriver, count_metric
+from league.training.run_clock import RunClock
+from league.training.sample_ahead import SampleAheadPPO
 from league.training.sinks import (
     ProgressFile,
     TensorBoardSink,
@@ -285,6 +287,7 @@ def train(
 ) -> TrainingSummary:
     """Train until a stop condition; checkpoint periodically and at the end."""
     run, latest = prepare_run(cfg, resume)
+    recorded_progress(run, latest)  # a hand-broken latest.json fails before Ray starts
     store = open_store(cfg.store, run.path) if cfg.mode == "league" else None
     if store is not None and latest is None and store.seq() > 0:
         store.close()
@@ -308,10 +311,9 @@ def train(
     elif driver is not None and store is not None:
         log(f"league seeded with {', '.join(driver.seed_league())}")
         store_seq = store.commit(driver.get_state(), [], expected_seq=0)
-    stop_minutes = cfg.stop_minutes
-    if cfg.stop_timesteps is None and stop_minutes is None:
-        stop_minutes = cfg.default_stop_minutes
+    stop_minutes = cfg.run_minutes()
     deadline = time.monotonic() + 60 * stop_minutes if stop_minutes else float("inf")
+    clock = run_clock(algo, cfg, run, latest, log)
     log(
         f"training {cfg.game} ({cfg.num_env_runners} env runners x "
         f"{cfg.num_envs_per_env_runner} envs), stop at "
@@ -351,7 +353,7 @@ def train(
                 control.publish(record, {sid: asdict(s) for sid, s in snapshots.items()})
             if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
                 summary.checkpoint = save_checkpoint(
-                    algo, cfg, run, iteration, env_steps, store, store_seq
+                    algo, cfg, run, iteration, env_steps, store, store_seq, clock
                 )
                 last_saved_iteration = iteration
     except KeyboardInterrupt:
@@ -361,7 +363,9 @@ def train(
         for sink in sinks:
             sink.close()
     if iteration != last_saved_iteration:
-        summary.checkpoint = save_checkpoint(algo, cfg, run, iteration, env_steps, store, store_seq)
+        summary.checkpoint = save_checkpoint(
+            algo, cfg, run, iteration, env_steps, store, store_seq, clock
+        )
     log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
     algo.stop()
     if store is not None:
@@ -404,6 +408,43 @@ def restore_league(
     return checkpoint_seq
 
 
+SCHEDULE_PROGRESS = "schedule_progress"
+"""latest.json's key for the run clock's progress (0..1) at the checkpoint."""
+
+
+def run_clock(
+    algo: Any,
+    cfg: TrainConfig,
+    run: RunDir,
+    latest: dict[str, Any] | None,
+    log: Callable[[str], None],
+) -> RunClock | None:
+    """With `anneal_over: run` and a time budget, the clock the learners' schedules
+    follow (`league.training.run_clock`), resumed from the checkpoint's progress."""
+    minutes = cfg.run_minutes()
+    if cfg.anneal_over != "run" or minutes is None:
+        return None
+    if not (isinstance(algo, SampleAheadPPO) and algo.samples_ahead):
+        log(
+            "anneal_over run: schedules over time need ppo with sample_ahead and env "
+            f"runners; they span {cfg.schedule_steps():,d} env steps instead"
+        )
+        return None
+    clock = RunClock(cfg.schedule_steps(), 60 * minutes, recorded_progress(run, latest))
+    algo.schedule_clock = clock
+    return clock
+
+
+def recorded_progress(run: RunDir, latest: dict[str, Any] | None) -> float:
+    """The run clock's progress a checkpoint recorded (0 for a new run or none)."""
+    value = 0.0 if latest is None else latest.get(SCHEDULE_PROGRESS, 0.0)
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise RunDirError(
+            f"{run.latest_file}: {SCHEDULE_PROGRESS} must be in [0, 1], got {value!r}"
+        )
+    return float(value)
+
+
 def save_checkpoint(
     algo: Any,
     cfg: TrainConfig,
@@ -412,8 +453,10 @@ def save_checkpoint(
     env_steps: int,
     store: LeagueStore | None = None,
     store_seq: int = 0,
+    clock: RunClock | None = None,
 ) -> str:
-    """Algorithm checkpoint + player snapshots, recording the league store's seq.
+    """Algorithm checkpoint + player snapshots, recording the league store's seq
+    (and, with a run clock, how far the schedules have come).
 
     `latest.json` flips only when both exist, so a crash mid-save leaves the
     previous checkpoint in charge. The store pins the recorded seq so that its
@@ -431,9 +474,11 @@ def save_checkpoint(
             state,
             player_metadata(cfg.game, cfg.model_config, player, env_steps),
         )
+    progress = {} if clock is None else {SCHEDULE_PROGRESS: clock.progress()}
     write_json_atomic(
         run.latest_file,
         {
+            **progress,
             "checkpoint": checkpoint.name,
             "iteration": iteration,
             "env_steps": env_steps,

@@ -15,11 +15,16 @@ actual behaviour policy (as they do for a game that already spans an update, see
 Everything else is PPO's own training step: the learner update on the episodes,
 the metrics, the weight sync. Without remote runners (`num_env_runners: 0`) there
 is nothing to overlap and PPO's step runs unchanged.
+
+`schedule_clock`, when set (`anneal_over: run`, `league.training.run_clock`), is
+what the learners read as the lifetime env steps for their lr and entropy-bonus
+schedules (the only use RLlib's learners make of that count).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -49,6 +54,9 @@ def _sample_with_metrics(runner: Any) -> tuple[list, dict]:
 class SampleAheadPPO(PPO):
     """PPO with the next batch sampled during this batch's update (module doc)."""
 
+    schedule_clock: Callable[[], int] | None = None
+    """The schedules' timestep (default: RLlib's lifetime env steps sampled)."""
+
     @override(PPO)
     def setup(self, config: Any) -> None:
         super().setup(config)
@@ -61,9 +69,9 @@ class SampleAheadPPO(PPO):
 
     @override(PPO)
     def training_step(self) -> None:
-        group = self.env_runner_group
-        if group is None or group.num_remote_env_runners() == 0:
+        if not self.samples_ahead:
             return super().training_step()
+        group = self.env_runner_group
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
             episodes, runner_metrics = self._collect_batch()
             # The next batch samples (with the current weights) while this one trains.
@@ -75,9 +83,7 @@ class SampleAheadPPO(PPO):
             learner_results = self.learner_group.update(
                 episodes=episodes,
                 timesteps={
-                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
-                        (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
-                    ),
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self._schedule_timestep(),
                     NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
                         (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME),
                         default=0,
@@ -96,6 +102,17 @@ class SampleAheadPPO(PPO):
                 inference_only=True,
             )
         return None
+
+    @property
+    def samples_ahead(self) -> bool:
+        """Whether this step is ours (remote runners to overlap) or PPO's own."""
+        group = self.env_runner_group
+        return group is not None and group.num_remote_env_runners() > 0
+
+    def _schedule_timestep(self) -> int:
+        if self.schedule_clock is not None:
+            return self.schedule_clock()
+        return self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME))
 
     def _collect_batch(self) -> tuple[list, list[dict]]:
         """The batch sampled ahead (asked for in the last step), topped up by PPO's
