@@ -143,7 +143,9 @@ _BOARD_GAME_LEAGUE: dict[str, Any] = {
 # the end and the league main swung up to 0.6271 (seed 0); over 2.4M, 0.3812 (self-play
 # 0.4962 -> 0.3116). So the schedules span the run itself (`anneal_over: run`): a
 # slower machine still reaches the floor as the run stops, and a 60-minute run does
-# not spend 45 minutes at it (main 0.3345 at 15 minutes, 0.4130 at 60 over 2.4M).
+# not spend 45 minutes at it (main 0.3345 at 15 minutes, 0.4130 at 60 over 2.4M). On
+# a machine a third as fast (~0.7M env steps in 15 minutes, seed 0): self-play
+# 0.4023 -> 0.3518, league main 0.5777 -> 0.4947 (README).
 _LEDUC_DEFAULTS: dict[str, Any] = {
     **_POKER_DEFAULTS,
     "entropy_coeff": 0.2,
