@@ -356,7 +356,9 @@ def test_schedules_over_the_run_end_at_their_final_values_as_time_runs_out(ray_s
         json.loads(line) for line in (tmp_path / "run/progress.jsonl").read_text().splitlines()
     ]
     rates = [r["learners"][MAIN_PLAYER][rate] for r in records]
-    assert summary.env_steps < 10**7  # over env steps the rate would not have moved
+    # Over env steps (anneal_steps 1e9) the rate would have stayed at ~1e-3; the clock
+    # moves it down every iteration to near lr_final as the 15 seconds run out.
+    assert summary.iterations >= 2 and rates[0] > 1.5 * rates[-1], rates
     assert rates == sorted(rates, reverse=True) and rates[-1] < 2e-4, rates
     assert 0.8 <= latest["schedule_progress"] <= 1.0, latest
     train(cfg, resume=True, log=lambda line: None)

@@ -287,7 +287,7 @@ def train(
 ) -> TrainingSummary:
     """Train until a stop condition; checkpoint periodically and at the end."""
     run, latest = prepare_run(cfg, resume)
-    recorded_progress(run, latest)  # a hand-broken latest.json fails before Ray starts
+    progress = recorded_progress(run, latest)  # a hand-broken latest.json fails before Ray
     store = open_store(cfg.store, run.path) if cfg.mode == "league" else None
     if store is not None and latest is None and store.seq() > 0:
         store.close()
@@ -313,7 +313,7 @@ def train(
         store_seq = store.commit(driver.get_state(), [], expected_seq=0)
     stop_minutes = cfg.run_minutes()
     deadline = time.monotonic() + 60 * stop_minutes if stop_minutes else float("inf")
-    clock = run_clock(algo, cfg, run, latest, log)
+    clock = run_clock(algo, cfg, progress, log)
     log(
         f"training {cfg.game} ({cfg.num_env_runners} env runners x "
         f"{cfg.num_envs_per_env_runner} envs), stop at "
@@ -415,8 +415,7 @@ SCHEDULE_PROGRESS = "schedule_progress"
 def run_clock(
     algo: Any,
     cfg: TrainConfig,
-    run: RunDir,
-    latest: dict[str, Any] | None,
+    start_progress: float,
     log: Callable[[str], None],
 ) -> RunClock | None:
     """With `anneal_over: run` and a time budget, the clock the learners' schedules
@@ -430,7 +429,7 @@ def run_clock(
             f"runners; they span {cfg.schedule_steps():,d} env steps instead"
         )
         return None
-    clock = RunClock(cfg.schedule_steps(), 60 * minutes, recorded_progress(run, latest))
+    clock = RunClock(cfg.schedule_steps(), 60 * minutes, start_progress)
     algo.schedule_clock = clock
     return clock
 
