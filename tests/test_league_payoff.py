@@ -57,6 +57,24 @@ def test_draws_count_half() -> None:
     assert table.win_rate("a", "b") == pytest.approx(1.5 / 4)
 
 
+def test_win_rate_lower_bound_is_wilsons_over_decayed_games() -> None:
+    table = PayoffTable(decay=0.5)
+    assert table.win_rate_lower_bound("a", "b", 1.96) == 0.0  # no games, no evidence
+    table.update([match("a", "b", "win")] * 16 + [match("a", "b", "loss")] * 4)
+    assert table.win_rate_lower_bound("a", "b", 1.96) == pytest.approx(0.5840, abs=1e-4)
+    assert table.win_rate_lower_bound("a", "b", 0.0) == pytest.approx(0.8)
+    # Decay halves the evidence, not the rate: the bound widens.
+    table.update([])
+    assert table.win_rate("a", "b") == pytest.approx(0.8)
+    assert table.win_rate_lower_bound("a", "b", 1.96) == pytest.approx(0.4902, abs=1e-4)
+    # Draws count half a win; the bound reads b's side as the complement's.
+    table.update([match("a", "b", "draw")] * 10)
+    w, d, games = 4.0, 10.0, 15.0  # 8 wins and 2 losses halved again, 10 draws
+    assert table.win_rate_lower_bound("a", "b", 0.0) == pytest.approx((w + d / 2) / games)
+    assert table.win_rate_lower_bound("b", "a", 0.0) == pytest.approx(1 - (w + d / 2) / games)
+    assert table.win_rate_lower_bound("a", "a", 1.96) == 0.0
+
+
 def test_prior_below_min_games() -> None:
     table = PayoffTable(min_games=3)
     table.update([match("a", "b", "win")] * 2)

@@ -58,6 +58,9 @@ def test_config_defaults_and_help_texts() -> None:
     assert cfg.payoff_decay == 0.99
     assert (cfg.pfsp_weighting, cfg.pfsp_p) == ("hard", 2.0)
     assert cfg.snapshot_win_rate == 0.7
+    assert cfg.snapshot_confidence == 0.95
+    assert cfg.snapshot_z == pytest.approx(1.96, abs=1e-3)
+    assert LeagueConfig(snapshot_confidence=0.0).snapshot_z == 0.0
     assert cfg.league_exploiter_reset_prob == 0.25
     for f in dataclasses.fields(LeagueConfig):
         assert f.metadata["help"], f.name
@@ -88,6 +91,9 @@ def test_config_dict_round_trip() -> None:
         ("main_adopts_exploiter_win_rate", float("inf")),
         ("league_exploiter_reset_prob", 2.0),
         ("snapshot_win_rate", float("nan")),
+        ("snapshot_confidence", 1.0),
+        ("snapshot_confidence", -0.05),
+        ("snapshot_confidence", float("nan")),
         ("snapshot_min_games", -1.0),
         ("snapshot_step_budget", 0),
         ("payoff_decay", 0.0),
@@ -269,8 +275,22 @@ def test_main_exploiter_gate_is_against_current_mains() -> None:
     league.take_snapshot("main_0", 0)
     league.record(results("main_exploiter_0", "main_0@0", wins=20))
     assert not league.role("main_exploiter_0").snapshot_due(league.view())
-    league.record(results("main_exploiter_0", "main_0", wins=16, losses=4))
+    league.record(results("main_exploiter_0", "main_0", wins=40, losses=6))
     assert league.role("main_exploiter_0").snapshot_due(league.view())
+
+
+def test_gate_reads_a_confidence_bound_not_the_point_estimate() -> None:
+    """16 wins in 20 games is 0.8 but its 95% Wilson lower end is 0.58: a lucky
+    streak that small does not snapshot a player; 40 in 46 (lower end 0.74) does."""
+    sure, point = League(small_cfg()), League(small_cfg(snapshot_confidence=0.0))
+    for league in (sure, point):
+        league.take_snapshot("main_0", 0)
+        league.record(results("main_0", "main_0@0", wins=16, losses=4))
+    assert sure.payoff.win_rate("main_0", "main_0@0") == pytest.approx(0.8)
+    assert not sure.role("main_0").snapshot_due(sure.view())
+    assert point.role("main_0").snapshot_due(point.view())
+    sure.record(results("main_0", "main_0@0", wins=24, losses=2))
+    assert sure.role("main_0").snapshot_due(sure.view())
 
 
 def test_step_budget_opens_the_gate() -> None:
@@ -330,7 +350,7 @@ def adopting_league(win_rate: float | None, wins: int, losses: int) -> League:
 
 def test_a_main_adopts_an_exploiter_that_beats_it() -> None:
     rng = np.random.default_rng(0)
-    league = adopting_league(0.55, wins=12, losses=8)  # 0.6 over 20 games
+    league = adopting_league(0.55, wins=40, losses=10)  # 0.8 over 50 games, surely > 0.55
     decision = league.decide(rng)
     assert decision.snapshots == ("main_exploiter_0",)
     # The main restarts from the exploiter; the exploiter, now the main's copy, carries on.
@@ -344,7 +364,8 @@ def test_a_main_adopts_an_exploiter_that_beats_it() -> None:
 
 @pytest.mark.parametrize(
     ("win_rate", "wins", "losses"),
-    [(None, 20, 0), (0.55, 10, 10), (0.55, 6, 2)],  # off; not better; too few games (10)
+    # off; not better; too few games (10); better by the point estimate only (0.6 over 20)
+    [(None, 20, 0), (0.55, 10, 10), (0.55, 6, 2), (0.55, 12, 8)],
 )
 def test_a_main_keeps_its_weights_otherwise(win_rate, wins, losses) -> None:
     decision = adopting_league(win_rate, wins, losses).decide(np.random.default_rng(0))

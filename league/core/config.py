@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import reprlib
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,8 +150,8 @@ class LeagueConfig:
     main_adopts_exploiter_win_rate: float | None = field(
         default=None,
         metadata=_help(
-            "When a main exploiter snapshots, a main it beats at this win rate or more "
-            "(over snapshot_min_games games or more) restarts from the exploiter's weights "
+            "When a main exploiter snapshots, a main it surely beats at this win rate "
+            "(the snapshot gate's test: games and confidence) restarts from the exploiter's weights "
             "and the exploiter carries on from them: population-based training's exploit "
             "step, so an exploiter's training that made a stronger player is not lost to "
             "the main's lineage (unset: mains never restart)."
@@ -164,7 +165,18 @@ class LeagueConfig:
     # Snapshot gate.
     snapshot_win_rate: float = field(
         default=0.7,
-        metadata=_help("Snapshot when the win rate against every matchmaking target reaches this."),
+        metadata=_help(
+            "Snapshot when the win rate against every matchmaking target surely reaches "
+            "this: the lower end of its Wilson interval at snapshot_confidence."
+        ),
+    )
+    snapshot_confidence: float = field(
+        default=0.95,
+        metadata=_help(
+            "Confidence of the snapshot gate's Wilson interval over the decayed games "
+            "(draws count half): a lucky streak over a few games does not open it. "
+            "0 gates on the point estimate."
+        ),
     )
     snapshot_min_games: float = field(
         default=20.0,
@@ -267,6 +279,11 @@ class LeagueConfig:
         default=400.0, metadata=_help("Elo scale: a gap of this is 10:1 odds.")
     )
 
+    @property
+    def snapshot_z(self) -> float:
+        """Standard errors below the point estimate the snapshot gate reads."""
+        return statistics.NormalDist().inv_cdf(0.5 + self.snapshot_confidence / 2.0)
+
     def __post_init__(self) -> None:
         for name in ("num_main_exploiters", "num_league_exploiters"):
             _check_int(self, name, minimum=0)
@@ -285,6 +302,9 @@ class LeagueConfig:
             "snapshot_win_rate",
         ):
             _check_float(self, name, low=0.0, high=1.0)
+        _check_float(self, "snapshot_confidence", low=0.0, high=1.0)
+        if self.snapshot_confidence >= 1.0:
+            raise ValueError(f"snapshot_confidence must be < 1, got {self.snapshot_confidence}")
         total = self.main_self_play_prob + self.main_pfsp_prob
         total += self.main_forgotten_prob + self.main_exploiter_prob + self.main_reference_prob
         if not math.isclose(total, 1.0, abs_tol=1e-9):

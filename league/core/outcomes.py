@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion (well-behaved at 0 and 1)."""
-    if n == 0:
+def wilson_interval(successes: float, n: float, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion, 95% at the default ``z`` (well-behaved
+    at 0 and 1). Counts may be fractional: decayed payoff counts, draws as halves."""
+    if n <= 0:
         return (0.0, 1.0)
     p = successes / n
     denom = 1 + z * z / n

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from league.core.match import MatchRecord, pairwise_scores
+from league.core.outcomes import wilson_interval
 
 
 class PayoffTable:
@@ -72,6 +73,17 @@ class PayoffTable:
         if a == b or games <= 0.0 or games < self.min_games:
             return 0.5
         return (w + 0.5 * d) / games
+
+    def win_rate_lower_bound(self, a: str, b: str, z: float) -> float:
+        """Lower end of the Wilson interval (``z`` standard errors) of ``a``'s score
+        against ``b`` over the decayed games, draws counted as half a win: how well
+        ``a`` surely beats ``b``. 0 without games; ``z == 0`` gives the point estimate.
+        """
+        w, d, lo = self.wdl(a, b)
+        games = w + d + lo
+        if a == b or games <= 0.0:
+            return 0.0
+        return wilson_interval(w + 0.5 * d, games, z)[0]
 
     def pairs(self) -> list[tuple[str, str]]:
         """Every pair ``(a, b)``, ``a < b``, with recorded games."""

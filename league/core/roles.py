@@ -82,6 +82,19 @@ def _pfsp(view: LeagueView, player: str, candidates: list[str], weighting: str) 
     return {c: float(w) for c, w in zip(candidates, weights, strict=True)}
 
 
+def surely_beats(view: LeagueView, player: str, opponent: str, win_rate: float) -> bool:
+    """Whether ``player`` beats ``opponent`` at ``win_rate`` with confidence: at least
+    ``snapshot_min_games`` decayed games, and the lower end of the Wilson interval at
+    ``snapshot_confidence`` at ``win_rate`` or above (the point estimate alone opens
+    on a lucky streak: 16 wins in 20 games is 0.8, yet its 95% lower bound is 0.58)."""
+    cfg = view.cfg
+    payoff = view.payoff
+    return (
+        payoff.games(player, opponent) >= cfg.snapshot_min_games
+        and payoff.win_rate_lower_bound(player, opponent, cfg.snapshot_z) >= win_rate
+    )
+
+
 class Role:
     """Base role: snapshot gate shared by all roles; no reset."""
 
@@ -106,8 +119,8 @@ class Role:
         raise NotImplementedError
 
     def snapshot_due(self, view: LeagueView) -> bool:
-        """Win-rate gate (every target beaten at ``snapshot_win_rate`` with
-        ``snapshot_min_games`` games each) or the step budget.
+        """Win-rate gate (every target surely beaten at ``snapshot_win_rate``, see
+        `surely_beats`) or the step budget.
 
         Without targets the gate stays shut: "beats everyone" over no one is
         no evidence of progress; the step budget still applies.
@@ -121,9 +134,7 @@ class Role:
             return False
         targets = self.targets(view)
         return bool(targets) and all(
-            view.payoff.games(self.player, t) >= cfg.snapshot_min_games
-            and view.payoff.win_rate(self.player, t) >= cfg.snapshot_win_rate
-            for t in targets
+            surely_beats(view, self.player, t, cfg.snapshot_win_rate) for t in targets
         )
 
     def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
@@ -188,7 +199,7 @@ class MainExploiter(Role):
 
     def adopters(self, view: LeagueView) -> tuple[str, ...]:
         """The mains that restart from this exploiter's weights as it snapshots: those
-        it beats at `main_adopts_exploiter_win_rate` (PBT's exploit step)."""
+        it surely beats at `main_adopts_exploiter_win_rate` (PBT's exploit step)."""
         cfg = self.cfg
         threshold = cfg.main_adopts_exploiter_win_rate
         if threshold is None:
@@ -196,8 +207,7 @@ class MainExploiter(Role):
         return tuple(
             main
             for main in view.player_ids(MAIN)
-            if view.payoff.games(self.player, main) >= cfg.snapshot_min_games
-            and view.payoff.win_rate(self.player, main) >= threshold
+            if surely_beats(view, self.player, main, threshold)
         )
 
     def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
