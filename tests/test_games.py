@@ -310,3 +310,20 @@ def test_exact_meta_game_matches_played_games():
     records = evaluate("kuhn_poker", policies["p0"], policies["p1"], 10_000, greedy=False, seed=3)
     played = sum(r.total_return for r in records) / sum(r.games for r in records)
     assert played == pytest.approx(matrix[0, 1], abs=0.04)  # 4+ standard errors
+
+
+def test_leducs_league_is_exploitability_descent_by_default():
+    """Leduc's registry league: the main plays itself and its exploiter, which restarts
+    from it and keeps a small bonus; kuhn keeps the generic poker mix."""
+    from league.config import TrainConfig
+
+    leduc = TrainConfig.from_dict({"env": "leduc_poker", "mode": "league"})
+    league = leduc.league
+    assert (league.main_self_play_prob, league.main_exploiter_prob) == (0.7, 0.3)
+    assert league.main_pfsp_prob == league.main_forgotten_prob == 0.0
+    assert (league.num_league_exploiters, league.main_exploiter_reset_to) == (0, "main")
+    assert leduc.exploiter_overrides(["main_0", "main_exploiter_0"]) == {
+        "main_exploiter_0": {"entropy_coeff": 0.01}
+    }
+    kuhn = TrainConfig.from_dict({"env": "kuhn_poker", "mode": "league"}).league
+    assert (kuhn.num_league_exploiters, kuhn.main_pfsp_prob) == (1, 0.1)
