@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,15 +27,9 @@ from urllib.parse import quote
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from service_helpers import free_port
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class RedisServer:

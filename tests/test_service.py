@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from service_helpers import free_port, wait_for
+from service_helpers import free_port, listening_ports, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -45,6 +44,7 @@ class Head:
             free_port(),
             free_port(),
         )
+        self.runtime_env_agent_port = free_port()
         self.address = f"127.0.0.1:{self.gcs_port}"
         self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
         # Ray's temp dir path must stay short (unix socket paths are limited).
@@ -63,7 +63,7 @@ class Head:
             # own, a training run) holds the defaults.
             + ["--dashboard-agent-listen-port", str(free_port())]
             + ["--dashboard-agent-grpc-port", str(free_port())]
-            + ["--runtime-env-agent-port", str(free_port())]
+            + ["--runtime-env-agent-port", str(self.runtime_env_agent_port)]
             + ["--ray-client-server-port", str(free_port())]
             + ["--node-manager-port", str(free_port())]
             + ["--object-manager-port", str(free_port())]
@@ -75,17 +75,23 @@ class Head:
         self.wait_ready()
 
     def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until the GCS, the dashboard and the runtime-env agent (started last) listen."""
+        # The agent binds the node's address, not loopback: look for listeners instead.
+        ports = {self.gcs_port, self.dashboard_port, self.runtime_env_agent_port}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.proc.poll() is None, "ray start --head exited early"
-            try:
-                with socket.create_connection(("127.0.0.1", self.dashboard_port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.5)
-        raise TimeoutError("the Ray head did not come up")
+            assert self.proc.poll() is None, f"ray start --head exited early:\n{self.log_tail()}"
+            if ports <= listening_ports():
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"the Ray head did not come up:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        self.log.flush()
+        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-lines:])
 
     def league(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        assert self.proc.poll() is None, f"the Ray head has exited:\n{self.log_tail()}"
         return subprocess.run(
             [sys.executable, "-m", "league.cli", *args],
             capture_output=True,
