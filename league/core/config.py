@@ -302,9 +302,7 @@ class LeagueConfig:
             "snapshot_win_rate",
         ):
             _check_float(self, name, low=0.0, high=1.0)
-        _check_float(self, "snapshot_confidence", low=0.0, high=1.0)
-        if self.snapshot_confidence >= 1.0:
-            raise ValueError(f"snapshot_confidence must be < 1, got {self.snapshot_confidence}")
+        _check_float(self, "snapshot_confidence", low=0.0, high=1.0, open_high=True)
         total = self.main_self_play_prob + self.main_pfsp_prob
         total += self.main_forgotten_prob + self.main_exploiter_prob + self.main_reference_prob
         if not math.isclose(total, 1.0, abs_tol=1e-9):
@@ -413,6 +411,7 @@ def _check_float(
     low: float | None = None,
     high: float | None = None,
     open_low: bool = False,
+    open_high: bool = False,
 ) -> None:
     value = getattr(cfg, name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -422,5 +421,6 @@ def _check_float(
     if low is not None and (value <= low if open_low else value < low):
         bound = ">" if open_low else ">="
         raise ValueError(f"{name} must be {bound} {low}, got {value}")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value}")
+    if high is not None and (value >= high if open_high else value > high):
+        bound = "<" if open_high else "<="
+        raise ValueError(f"{name} must be {bound} {high}, got {value}")
