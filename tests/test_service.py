@@ -78,13 +78,15 @@ class Head:
         """Until the GCS, the dashboard and the runtime-env agent (started last) listen."""
         # The agent binds the node's address, not loopback: look for listeners instead.
         ports = {self.gcs_port, self.dashboard_port, self.runtime_env_agent_port}
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def ready() -> bool:
             assert self.proc.poll() is None, f"ray start --head exited early:\n{self.log_tail()}"
-            if ports <= listening_ports():
-                return
-            time.sleep(0.5)
-        raise TimeoutError(f"the Ray head did not come up:\n{self.log_tail()}")
+            return ports <= listening_ports()
+
+        try:
+            wait_for(ready, timeout, "the Ray head")
+        except TimeoutError as error:
+            raise TimeoutError(f"the Ray head did not come up:\n{self.log_tail()}") from error
 
     def log_tail(self, lines: int = 40) -> str:
         self.log.flush()
