@@ -389,14 +389,17 @@ class TrainConfig:
         self._check_ranges()
 
     def _check_reference_opponents(self) -> None:
-        """Every league reference opponent must exist for this game (`make_opponent`
-        refuses unknown names; a bot given by import path is built once here, so a
-        broken one fails before training)."""
-        for name in self.league.reference_opponents:
+        """Every league reference opponent and the teacher must exist for this game
+        (`make_opponent` refuses unknown names; a bot given by import path is built
+        once here, so a broken one fails before training)."""
+        named = [("league.reference_opponents", n) for n in self.league.reference_opponents]
+        if self.league.teacher:
+            named.append(("league.teacher", self.league.teacher))
+        for field_name, name in named:
             try:
                 make_opponent(name, self.game)
             except Exception as err:  # a user's bot: any failure is a config error
-                raise ConfigError(f"league.reference_opponents: {err}") from None
+                raise ConfigError(f"{field_name}: {err}") from None
 
     def _check_ranges(self) -> None:
         """Numbers a run cannot use: non-finite floats, values outside their meaning,

@@ -25,6 +25,7 @@ from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
 
 from rlmodules.magnet import MagnetRegularized
 from rlmodules.minibatches import MODULE_MINIBATCHES, PerModuleEpochIterator
+from rlmodules.teacher import TeacherRegularized
 
 
 class DropUntrainedModules(ConnectorV2):
@@ -44,11 +45,12 @@ def insert_drop_untrained_modules(learner: Learner) -> None:
         learner._learner_connector.insert_after(AgentToModuleMapping, DropUntrainedModules())
 
 
-class LeaguePPOLearner(MagnetRegularized, PPOTorchLearner):
+class LeaguePPOLearner(TeacherRegularized, MagnetRegularized, PPOTorchLearner):
     """PPO's learner minus frozen snapshots' rows, with per-module epochs
     (`PerModuleEpochIterator`: each player gets `num_epochs` passes over its own
     rows, not as many updates as the player with the most rows) and the optional
-    pull toward each player's magnet (`MagnetRegularized`)."""
+    pulls toward each player's magnet (`MagnetRegularized`) and toward a scripted
+    teacher's moves (`TeacherRegularized`)."""
 
     @override(PPOTorchLearner)
     def build(self) -> None:
@@ -75,7 +77,7 @@ class LeaguePPOLearner(MagnetRegularized, PPOTorchLearner):
         )
 
 
-class LeagueAPPOLearner(MagnetRegularized, APPOTorchLearner):
+class LeagueAPPOLearner(TeacherRegularized, MagnetRegularized, APPOTorchLearner):
     """APPO's learner updates in a background thread that keeps going while the driver
     reads weights (snapshots, checkpoints) and writes them (league resets). A write
     in the middle of an update breaks its backward pass (autograd sees a parameter

@@ -10,6 +10,7 @@ distribution and greedy play takes its most likely move.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -20,7 +21,7 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
-from envs.opponents import BatchPolicy, make_opponent
+from envs.opponents import BatchPolicy, Policy, make_opponent
 from envs.spaces import MASK_KEY, OBS_KEY
 from rlmodules.networks import mask_logits
 
@@ -44,21 +45,31 @@ class ReferencePolicyModule(TorchRLModule, InferenceOnlyAPI):
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         obs = batch[Columns.OBS]
-        boards = np.asarray(obs[OBS_KEY].cpu())
-        masks = np.asarray(obs[MASK_KEY].cpu())
-        if self._answers_batches:  # one call for the whole batch
-            probs = np.asarray(self.policy.action_probs_batch({OBS_KEY: boards, MASK_KEY: masks}))
-        else:
-            probs = np.stack(
-                [
-                    self.policy.action_probs({OBS_KEY: board, MASK_KEY: mask})
-                    for board, mask in zip(boards, masks, strict=True)
-                ]
-            )
+        probs = batch_action_probs(self.policy, obs, batched=self._answers_batches)
         with np.errstate(divide="ignore"):
             logp = torch.from_numpy(np.log(probs).astype(np.float32))
         # Moves the bot gives probability 0 (and illegal ones) get the masked floor.
         return {Columns.ACTION_DIST_INPUTS: mask_logits(logp, obs[MASK_KEY] * (logp > -np.inf))}
+
+
+def batch_action_probs(
+    policy: Policy, obs: Mapping[str, torch.Tensor], *, batched: bool | None = None
+) -> np.ndarray:
+    """(N, A) move probabilities of a scripted ``policy`` over a batch of league
+    observations (tensors); ``batched``: whether it answers whole batches (looked up
+    when not given)."""
+    boards = np.asarray(obs[OBS_KEY].cpu())
+    masks = np.asarray(obs[MASK_KEY].cpu())
+    if batched is None:
+        batched = isinstance(policy, BatchPolicy)
+    if batched:  # one call for the whole batch
+        return np.asarray(policy.action_probs_batch({OBS_KEY: boards, MASK_KEY: masks}))
+    return np.stack(
+        [
+            policy.action_probs({OBS_KEY: board, MASK_KEY: mask})
+            for board, mask in zip(boards, masks, strict=True)
+        ]
+    )
 
 
 def reference_policy_spec(

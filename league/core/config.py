@@ -271,6 +271,19 @@ class LeagueConfig:
             "every hole of the main it finds, so the main learns to close it."
         ),
     )
+    teacher: str = field(
+        default="",
+        metadata=_help(
+            "A scripted teacher for every player (AlphaStar's pull toward a supervised "
+            "policy): a game's reference opponent by name (`search` on connect_four) or "
+            "package.module:callable. Where it rules moves out, each player's loss gains "
+            "teacher_coeff * -log(the player's probability on the teacher's moves). Empty: none."
+        ),
+    )
+    teacher_coeff: float = field(
+        default=0.0,
+        metadata=_help("Weight of the pull toward the teacher's moves (0: off)."),
+    )
 
     # Ratings (Elo).
     elo_initial: float = field(default=1000.0, metadata=_help("Initial Elo rating."))
@@ -340,6 +353,13 @@ class LeagueConfig:
         for name in ("entropy_coeff", "entropy_coeff_final", "exploiter_entropy_coeff"):
             if getattr(self, name) is not None:
                 _check_float(self, name, low=0.0, high=100.0)
+        _check_float(self, "teacher_coeff", low=0.0, high=100.0)
+        if not isinstance(self.teacher, str):
+            raise ValueError(f"teacher must be a name, got {reprlib.repr(self.teacher)}")
+        if self.teacher:
+            reference_id(self.teacher)  # raises on a malformed name
+        elif self.teacher_coeff > 0:
+            raise ValueError("teacher_coeff > 0 needs a teacher (a reference opponent's name)")
         _check_float(self, "elo_initial")
         _check_float(self, "elo_k", low=0.0, open_low=True)
         _check_float(self, "elo_scale", low=0.0, open_low=True)

@@ -43,6 +43,7 @@ from rlmodules.magnet import MAGNET_COEFF_KEY, MAGNET_INTERVAL_KEY
 from rlmodules.masked_policy import masked_policy_spec
 from rlmodules.reference_policy import reference_policy_spec
 from rlmodules.shared_value import SHARED_VF_ID, shared_value_spec
+from rlmodules.teacher import TEACHER_COEFF_KEY, TEACHER_GAME_KEY, TEACHER_KEY
 from rlmodules.world_model import WORLD_MODEL_ID, world_model_spec
 
 MAIN_PLAYER = "main_0"
@@ -205,6 +206,7 @@ def league_settings(
                 CURIOSITY_COEFF_KEY: cfg.curiosity_coeff,
                 MAGNET_COEFF_KEY: cfg.magnet_coeff,
                 MAGNET_INTERVAL_KEY: cfg.magnet_interval,
+                **teacher_settings(cfg),
             },
         )
         .debugging(seed=cfg.seed)
@@ -212,6 +214,17 @@ def league_settings(
     if cfg.mode == "league":
         config.callbacks(MatchRecorder)
     return config
+
+
+def teacher_settings(cfg: TrainConfig) -> dict[str, Any]:
+    """The learners' teacher settings: the league's teacher, in league mode only."""
+    if cfg.mode != "league" or not cfg.league.teacher or cfg.league.teacher_coeff <= 0:
+        return {}
+    return {
+        TEACHER_KEY: cfg.league.teacher,
+        TEACHER_GAME_KEY: cfg.game,
+        TEACHER_COEFF_KEY: cfg.league.teacher_coeff,
+    }
 
 
 def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
