@@ -16,6 +16,12 @@ pulling toward its uniform play between them, and a player whose every move is o
 the teacher would play pays nothing (unlike a KL term, which would also ask for the
 teacher's probabilities within that set).
 
+The teacher's answers depend on the positions only, so a learner connector piece
+(`TeacherTargets`, right after `NumpyToTensor`) computes them once per train batch
+as a column (`TEACHER_PROBS_COLUMN`); the minibatches carry their rows of it. Asking
+the teacher inside the loss instead redid its search for every minibatch of every
+epoch (num_epochs times the work).
+
 Settings travel in `config.learner_config_dict` (`TEACHER_KEY`, `TEACHER_GAME_KEY`,
 `TEACHER_COEFF_KEY`); no teacher or a coefficient of 0 adds nothing.
 """
@@ -26,11 +32,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from ray.rllib.connectors.common.numpy_to_tensor import NumpyToTensor
+from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 
-from envs.opponents import make_opponent
+from envs.opponents import Policy, make_opponent
 from envs.spaces import MASK_KEY, OBS_KEY
 from rlmodules.reference_policy import batch_action_probs
 
@@ -43,6 +51,10 @@ TEACHER_GAME_KEY = "league_teacher_game"
 
 TEACHER_COEFF_KEY = "league_teacher_coeff"
 """`config.learner_config_dict` key: weight of -log pi(teacher's moves) in each player's loss."""
+
+TEACHER_PROBS_COLUMN = "league_teacher_probs"
+"""Train batch column: the teacher's (N, A) move probabilities at each row (zeros
+where the row has no legal move)."""
 
 TEACHER_MASS_KEY = "teacher_mass"
 """Per-module learner metric: mean probability on the teacher's moves where it rules
@@ -67,6 +79,33 @@ def teacher_mass_log(
     return torch.logsumexp(masked, dim=-1), informative
 
 
+class TeacherTargets(ConnectorV2):
+    """Learner connector piece: the teacher's move probabilities as a batch column,
+    once per train batch (tensor observations: it goes after `NumpyToTensor`)."""
+
+    def __init__(self, teacher: Policy, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.teacher = teacher
+
+    def __call__(self, *, rl_module: Any, batch: dict[str, Any], **kwargs: Any) -> Any:
+        for module_batch in batch.values():
+            obs = module_batch.get(Columns.OBS)
+            if not isinstance(obs, Mapping) or MASK_KEY not in obs or OBS_KEY not in obs:
+                continue
+            mask = obs[MASK_KEY]
+            # Rows with a move to make: not the final observations RLlib adds for
+            # bootstrapping (often with no legal move, which a teacher refuses).
+            rows = (mask > 0).any(dim=-1)
+            probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+            if bool(rows.any()):
+                answers = batch_action_probs(
+                    self.teacher, {OBS_KEY: obs[OBS_KEY][rows], MASK_KEY: mask[rows]}
+                )
+                probs[rows] = torch.as_tensor(answers, dtype=torch.float32, device=mask.device)
+            module_batch[TEACHER_PROBS_COLUMN] = probs
+        return batch
+
+
 class TeacherRegularized:
     """Mixed in before an RLlib torch learner (PPO or APPO): `super()` is that learner."""
 
@@ -82,6 +121,17 @@ class TeacherRegularized:
         self._league_teacher = (
             make_opponent(name, game) if name and self.teacher_coeff > 0 else None
         )
+        if self._league_teacher is None:
+            return
+        connector = self._learner_connector
+        if connector is None or not any(
+            isinstance(piece, NumpyToTensor) for piece in connector.connectors
+        ):
+            raise ValueError(
+                "league.teacher needs RLlib's default learner connector pipeline "
+                "(add_default_connectors_to_learner_pipeline)"
+            )
+        connector.insert_after(NumpyToTensor, TeacherTargets(self._league_teacher))
 
     @override(Learner)
     def compute_loss_for_module(
@@ -90,30 +140,20 @@ class TeacherRegularized:
         loss = super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
-        obs = batch.get(Columns.OBS)
-        if (
-            self._league_teacher is None
-            or Columns.ACTION_DIST_INPUTS not in fwd_out
-            or not isinstance(obs, Mapping)
-            or MASK_KEY not in obs
-            or OBS_KEY not in obs
-        ):
+        if self._league_teacher is None or TEACHER_PROBS_COLUMN not in batch:
             return loss
-        legal = obs[MASK_KEY] > 0
-        # Positions with a move to make: not the padding or final observations that
-        # RLlib adds for bootstrapping (outside the loss mask, often with no legal move).
+        if Columns.ACTION_DIST_INPUTS not in fwd_out:
+            return loss
+        teacher_probs = batch[TEACHER_PROBS_COLUMN]
+        legal = batch[Columns.OBS][MASK_KEY] > 0
+        # Positions with a move to make, inside the loss mask (not RLlib's padding).
         rows = legal.any(dim=-1)
         if Columns.LOSS_MASK in batch:
             rows = rows & batch[Columns.LOSS_MASK].bool()
         if not bool(rows.any()):
             return loss
-        probs = batch_action_probs(
-            self._league_teacher, {OBS_KEY: obs[OBS_KEY][rows], MASK_KEY: obs[MASK_KEY][rows]}
-        )
         logits = fwd_out[Columns.ACTION_DIST_INPUTS][rows]
-        log_mass, informative = teacher_mass_log(
-            logits, legal[rows], torch.as_tensor(probs, device=logits.device)
-        )
+        log_mass, informative = teacher_mass_log(logits, legal[rows], teacher_probs[rows])
         self.metrics.log_value(
             (module_id, TEACHER_ROWS_KEY), informative.float().mean().detach(), window=1
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -14,7 +15,13 @@ from league.config import ConfigError, TrainConfig
 from league.core.config import LeagueConfig
 from league.training.algorithm import MAIN_PLAYER, build_ppo_config
 from rlmodules.reference_policy import batch_action_probs
-from rlmodules.teacher import TEACHER_COEFF_KEY, TEACHER_MASS_KEY, teacher_mass_log
+from rlmodules.teacher import (
+    TEACHER_COEFF_KEY,
+    TEACHER_MASS_KEY,
+    TEACHER_PROBS_COLUMN,
+    TeacherTargets,
+    teacher_mass_log,
+)
 
 
 def test_mass_counts_only_positions_where_the_teacher_rules_moves_out():
@@ -96,3 +103,35 @@ def test_a_stronger_teacher_puts_more_mass_on_its_moves(ray_session):
     strong = _teacher_mass(5.0, iterations=3)
     assert 0 < weak < 0.5  # tactics are rare moves: a fresh player seldom finds them
     assert strong > weak + 0.2, (strong, weak)
+
+
+def test_the_train_batch_carries_the_teachers_answers_once(ray_session):
+    """The teacher's search runs once per train batch (a connector column), not per
+    minibatch per epoch; its column is the search player's answer on every row."""
+    league = {"teacher": "search", "teacher_coeff": 0.5}
+    algo = build_ppo_config(TrainConfig(**TINY_LEAGUE, league=league)).build_algo()
+    try:
+        learner = algo.learner_group._learner
+        pieces = [type(c) for c in learner._learner_connector.connectors]
+        assert pieces.count(TeacherTargets) == 1
+        (episodes,) = algo.env_runner_group.foreach_env_runner(
+            lambda er: er.sample(num_timesteps=300), local_env_runner=False
+        )
+        batch = learner._learner_connector(
+            rl_module=learner.module,
+            episodes=copy.deepcopy(episodes),
+            batch={},
+            shared_data={},
+            metrics=learner.metrics,
+        )
+        module_batch = batch[MAIN_PLAYER]
+        obs, probs = module_batch["obs"], module_batch[TEACHER_PROBS_COLUMN]
+        rows = (obs[MASK_KEY] > 0).any(dim=-1)
+        assert probs.shape == obs[MASK_KEY].shape and int(rows.sum()) > 100
+        expected = batch_action_probs(
+            ConnectFourSearch(), {OBS_KEY: obs[OBS_KEY][rows], MASK_KEY: obs[MASK_KEY][rows]}
+        )
+        assert np.allclose(probs[rows].numpy(), expected)
+        assert (probs[~rows] == 0).all()
+    finally:
+        algo.stop()
