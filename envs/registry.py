@@ -240,8 +240,9 @@ _REGISTRY: dict[str, _Entry] = {
                 "main_self_play_prob": 0.4,
                 # The search player also teaches every player its tactics (win, block,
                 # do not hand over a win; rlmodules/teacher.py): head to head against
-                # self-play mean 0.555 over seeds 0 / 1 (0.37-0.52 without), 1-minute
-                # probe BR wins 0.72 / 0.87 against self-play's 0.99 / 0.94 (README).
+                # self-play mean 0.555 over seeds 0 / 1 and 0.566 over seeds 2 / 3
+                # (0.37-0.52 without), 1-minute probe BR wins 0.72 / 0.87 / 0.73 / 0.95
+                # against self-play's 0.99 / 0.94 / 0.99 / 0.87 (README).
                 "teacher": "search",
                 "teacher_coeff": 0.5,
             },
