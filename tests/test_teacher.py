@@ -86,10 +86,37 @@ TINY_LEAGUE = dict(
 )
 
 
+def _check_teacher_column(algo) -> None:
+    """The teacher's search runs once per train batch (a connector column), not per
+    minibatch per epoch; its column is the search player's answer on every row."""
+    learner = algo.learner_group._learner
+    pieces = [type(c) for c in learner._learner_connector.connectors]
+    assert pieces.count(TeacherTargets) == 1
+    (episodes,) = algo.env_runner_group.foreach_env_runner(
+        lambda er: er.sample(num_timesteps=300), local_env_runner=False
+    )
+    batch = learner._learner_connector(
+        rl_module=learner.module,
+        episodes=copy.deepcopy(episodes),
+        batch={},
+        shared_data={},
+        metrics=learner.metrics,
+    )
+    obs, probs = batch[MAIN_PLAYER]["obs"], batch[MAIN_PLAYER][TEACHER_PROBS_COLUMN]
+    rows = (obs[MASK_KEY] > 0).any(dim=-1)
+    assert probs.shape == obs[MASK_KEY].shape and int(rows.sum()) > 100
+    expected = batch_action_probs(
+        ConnectFourSearch(), {OBS_KEY: obs[OBS_KEY][rows], MASK_KEY: obs[MASK_KEY][rows]}
+    )
+    assert np.allclose(probs[rows].numpy(), expected)
+    assert (probs[~rows] == 0).all()
+
+
 def _teacher_mass(coeff: float, iterations: int) -> float:
     league = {"teacher": "search", "teacher_coeff": coeff}
     algo = build_ppo_config(TrainConfig(**TINY_LEAGUE, league=league)).build_algo()
     try:
+        _check_teacher_column(algo)  # in both runs, so their data paths stay alike
         for _ in range(iterations):
             result = algo.train()
     finally:
@@ -98,40 +125,9 @@ def _teacher_mass(coeff: float, iterations: int) -> float:
 
 
 def test_a_stronger_teacher_puts_more_mass_on_its_moves(ray_session):
-    """Same seed and data path; only the coefficient differs."""
+    """Same seed and data path; only the coefficient differs. Both runs also check
+    the train batch's teacher column (`_check_teacher_column`)."""
     weak = _teacher_mass(1e-6, iterations=3)
     strong = _teacher_mass(5.0, iterations=3)
     assert 0 < weak < 0.5  # tactics are rare moves: a fresh player seldom finds them
     assert strong > weak + 0.2, (strong, weak)
-
-
-def test_the_train_batch_carries_the_teachers_answers_once(ray_session):
-    """The teacher's search runs once per train batch (a connector column), not per
-    minibatch per epoch; its column is the search player's answer on every row."""
-    league = {"teacher": "search", "teacher_coeff": 0.5}
-    algo = build_ppo_config(TrainConfig(**TINY_LEAGUE, league=league)).build_algo()
-    try:
-        learner = algo.learner_group._learner
-        pieces = [type(c) for c in learner._learner_connector.connectors]
-        assert pieces.count(TeacherTargets) == 1
-        (episodes,) = algo.env_runner_group.foreach_env_runner(
-            lambda er: er.sample(num_timesteps=300), local_env_runner=False
-        )
-        batch = learner._learner_connector(
-            rl_module=learner.module,
-            episodes=copy.deepcopy(episodes),
-            batch={},
-            shared_data={},
-            metrics=learner.metrics,
-        )
-        module_batch = batch[MAIN_PLAYER]
-        obs, probs = module_batch["obs"], module_batch[TEACHER_PROBS_COLUMN]
-        rows = (obs[MASK_KEY] > 0).any(dim=-1)
-        assert probs.shape == obs[MASK_KEY].shape and int(rows.sum()) > 100
-        expected = batch_action_probs(
-            ConnectFourSearch(), {OBS_KEY: obs[OBS_KEY][rows], MASK_KEY: obs[MASK_KEY][rows]}
-        )
-        assert np.allclose(probs[rows].numpy(), expected)
-        assert (probs[~rows] == 0).all()
-    finally:
-        algo.stop()
