@@ -7,11 +7,10 @@ checkpoint round trip.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 import torch
+from learner_batches import train_batch
 from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
@@ -67,17 +66,6 @@ def episodes(algo):
 def _learner(algo):
     assert algo.learner_group.is_local  # num_learners=0: the learner is in this process
     return algo.learner_group._learner
-
-
-def _train_batch(learner, episodes) -> dict:
-    """The learner connector's output for the episodes (they are mutated: copy first)."""
-    return learner._learner_connector(
-        rl_module=learner.module,
-        episodes=copy.deepcopy(episodes),
-        batch={},
-        shared_data={},
-        metrics=learner.metrics,
-    )
 
 
 def _runner_modules(algo) -> list[dict[str, bool]]:
@@ -160,7 +148,7 @@ def test_pipeline_uses_shared_value_gae_and_curiosity(algo):
 def test_advantages_come_from_the_shared_value_function(algo, episodes):
     learner = _learner(algo)
     shared_vf = learner.module[SHARED_VF_ID].unwrapped()
-    batch = _train_batch(learner, episodes)[MAIN_PLAYER]
+    batch = train_batch(learner, episodes)[MAIN_PLAYER]
     # Recompute GAE by hand from the shared value function's values.
     with torch.no_grad():
         values = shared_vf.player_values(batch, MAIN_PLAYER).numpy()
@@ -179,7 +167,7 @@ def test_advantages_come_from_the_shared_value_function(algo, episodes):
     # Changing only the shared value function changes the advantages ...
     saved = _perturb(learner, SHARED_VF_ID, seed=2)
     try:
-        changed = _train_batch(learner, episodes)[MAIN_PLAYER][Postprocessing.ADVANTAGES]
+        changed = train_batch(learner, episodes)[MAIN_PLAYER][Postprocessing.ADVANTAGES]
     finally:
         learner.module[SHARED_VF_ID].set_state(saved)
     assert not torch.allclose(changed, batch[Postprocessing.ADVANTAGES], atol=1e-3)
@@ -191,7 +179,7 @@ def test_advantages_come_from_the_shared_value_function(algo, episodes):
 
 
 def test_curiosity_adds_world_model_error_to_rewards(algo, episodes):
-    batch = _train_batch(_learner(algo), episodes)[MAIN_PLAYER]
+    batch = train_batch(_learner(algo), episodes)[MAIN_PLAYER]
     bonus = batch[Columns.REWARDS] - batch[EXTRINSIC_REWARDS]
     mask = batch[Columns.LOSS_MASK]
     assert torch.all(bonus[mask] > 0)  # every real transition is somewhat surprising
@@ -200,7 +188,7 @@ def test_curiosity_adds_world_model_error_to_rewards(algo, episodes):
 
 def test_each_loss_decreases_on_a_fixed_batch(algo, episodes):
     learner = _learner(algo)
-    batch = _train_batch(learner, episodes)
+    batch = train_batch(learner, episodes)
 
     def losses() -> dict[str, float]:
         with torch.no_grad():
@@ -294,7 +282,7 @@ def test_centralized_critic_on_rps(ray_session):
         shared_vf = learner.module[SHARED_VF_ID].unwrapped()
         assert shared_vf.centralized and shared_vf.seats == ["player_0", "player_1"]
         eps = algo.env_runner.sample(num_timesteps=60)
-        batch = _train_batch(learner, eps)[MAIN_PLAYER]
+        batch = train_batch(learner, eps)[MAIN_PLAYER]
         own = batch[Columns.OBS]["observation"].float()
         # Own planes first, then the other seat's: the critic sees both players.
         assert batch[GLOBAL_OBS].shape == (own.shape[0], 2 * own.shape[1])

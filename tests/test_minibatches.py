@@ -7,11 +7,11 @@ for all players. Unit tests on plain SampleBatches, then a real league learner.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 
 import numpy as np
 import pytest
+from learner_batches import train_batch
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.metrics import NUM_MODULE_STEPS_TRAINED
 
@@ -89,13 +89,7 @@ def test_league_learner_trains_each_player_num_epochs_over_its_rows(ray_session,
             lambda er: er.sample(num_timesteps=600), local_env_runner=False
         )
         learner = algo.learner_group._learner
-        batch = learner._learner_connector(
-            rl_module=learner.module,
-            episodes=copy.deepcopy(episodes),
-            batch={},
-            shared_data={},
-            metrics=learner.metrics,
-        )
+        batch = train_batch(learner, episodes)
         rows = {mid: len(next(iter(b.values()))) for mid, b in batch.items()}
         assert len(rows) >= 2 and "main_0" in rows  # the main and at least one exploiter
         results = learner.update(episodes=episodes, num_epochs=3, minibatch_size=200)

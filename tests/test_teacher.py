@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 import pytest
 import torch
+from learner_batches import train_batch
 
 from envs.opponents import ConnectFourSearch
 from envs.spaces import MASK_KEY, OBS_KEY
@@ -95,13 +95,7 @@ def _check_teacher_column(algo) -> None:
     (episodes,) = algo.env_runner_group.foreach_env_runner(
         lambda er: er.sample(num_timesteps=300), local_env_runner=False
     )
-    batch = learner._learner_connector(
-        rl_module=learner.module,
-        episodes=copy.deepcopy(episodes),
-        batch={},
-        shared_data={},
-        metrics=learner.metrics,
-    )
+    batch = train_batch(learner, episodes)
     obs, probs = batch[MAIN_PLAYER]["obs"], batch[MAIN_PLAYER][TEACHER_PROBS_COLUMN]
     rows = (obs[MASK_KEY] > 0).any(dim=-1)
     assert probs.shape == obs[MASK_KEY].shape and int(rows.sum()) > 100
