@@ -27,8 +27,8 @@ from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
 from league.core.ids import MAIN, parse_module_id
 from league.store.base import SUPPORTED_SCHEMES
-from rlmodules.networks import (
-    ACTIVATIONS,
+from rlmodules.network_options import (
+    ACTIVATION_NAMES,
     DEFAULT_ACTIVATION,
     DEFAULT_CONV_FILTERS,
     DEFAULT_HIDDEN_SIZES,
@@ -256,7 +256,7 @@ class TrainConfig:
     )
     activation: str = field(
         default=DEFAULT_ACTIVATION,
-        metadata=_help("Hidden-layer activation.", choices=sorted(ACTIVATIONS)),
+        metadata=_help("Hidden-layer activation.", choices=sorted(ACTIVATION_NAMES)),
     )
     encoder: str = field(
         default="auto",

@@ -39,7 +39,8 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
 from envs.spaces import MASK_KEY, OBS_KEY
-from rlmodules.networks import build_policy_network, default_model_config, mask_logits
+from rlmodules.network_options import default_model_config
+from rlmodules.networks import build_policy_network, mask_logits
 
 DEFAULT_MODEL_CONFIG: dict[str, Any] = default_model_config()
 TARGET_POLICY_NET = "target_policy_net"

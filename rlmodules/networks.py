@@ -7,6 +7,13 @@ from typing import Any
 import torch
 from torch import nn
 
+from rlmodules.network_options import (
+    ACTIVATION_NAMES,
+    DEFAULT_CONV_FILTERS,
+    check_conv_filters,
+    resolve_encoder,
+)
+
 # The same constant RLlib uses for masked logits (ray.rllib.utils.torch_utils.FLOAT_MIN),
 # kept here so that loading a snapshot does not import Ray.
 FLOAT_MIN = float(torch.finfo(torch.float32).min)
@@ -17,34 +24,7 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
     "elu": nn.ELU,
     "silu": nn.SiLU,
 }
-
-DEFAULT_HIDDEN_SIZES: tuple[int, ...] = (256, 256)
-DEFAULT_ACTIVATION = "relu"
-ENCODERS: tuple[str, ...] = ("auto", "mlp", "conv")
-# RLlib's DefaultModelConfig `conv_filters` format: [out_channels, kernel, stride] per
-# layer. Two 3x3 layers see a 5x5 neighbourhood: enough for local board shapes.
-DEFAULT_CONV_FILTERS: tuple[tuple[int, int, int], ...] = ((32, 3, 1), (64, 3, 1))
-
-
-def default_model_config() -> dict[str, Any]:
-    """The network every module uses unless the run's config says otherwise. Without
-    an `encoder` key a module is an MLP (as every snapshot made before conv encoders);
-    training always writes the run's `encoder` (default auto) into the config."""
-    return {"hidden_sizes": list(DEFAULT_HIDDEN_SIZES), "activation": DEFAULT_ACTIVATION}
-
-
-def resolve_encoder(obs_shape: tuple[int, ...], config: dict[str, Any]) -> str:
-    """`mlp` or `conv` for an observation shape: `auto` means conv for H x W x C
-    observations (boards, images), an MLP over the flattened vector otherwise. A
-    model_config without `encoder` (snapshots made before conv encoders) is an MLP."""
-    encoder = config.get("encoder", "mlp")
-    if encoder not in ENCODERS:
-        raise ValueError(f"unknown encoder {encoder!r}; choose one of {list(ENCODERS)}")
-    if encoder == "conv" and len(obs_shape) != 3:
-        raise ValueError(f"a conv encoder needs H x W x C observations, got shape {obs_shape}")
-    if encoder == "auto":
-        return "conv" if len(obs_shape) == 3 else "mlp"
-    return encoder
+assert tuple(ACTIVATIONS) == ACTIVATION_NAMES  # the torch-free list names the same ones
 
 
 class FlatMLP(nn.Sequential):
@@ -84,25 +64,6 @@ class ConvNet(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         features = self.encoder(obs.float().permute(0, 3, 1, 2))
         return self.head(features.flatten(start_dim=1))
-
-
-def check_conv_filters(filters: Any) -> list[list[int]]:
-    """`conv_filters` as a list of [out_channels, kernel, stride] positive ints."""
-    if not isinstance(filters, list | tuple) or not filters:
-        raise ValueError(f"conv_filters must be a non-empty list, got {filters!r}")
-    checked = []
-    for layer in filters:
-        if (
-            not isinstance(layer, list | tuple)
-            or len(layer) != 3
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in layer)
-        ):
-            raise ValueError(
-                f"each conv_filters entry must be [out_channels, kernel, stride] of positive "
-                f"ints, got {layer!r}"
-            )
-        checked.append([int(v) for v in layer])
-    return checked
 
 
 def parameter_count(obs_shape: tuple[int, ...], out_size: int, config: dict[str, Any]) -> int:

@@ -33,7 +33,8 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 
 from rlmodules.masked_policy import OBS_KEY, masked_obs_shape
-from rlmodules.networks import build_mlp, default_model_config
+from rlmodules.network_options import default_model_config
+from rlmodules.networks import build_mlp
 
 SHARED_VF_ID = "shared_vf"
 GLOBAL_OBS = "global_obs"

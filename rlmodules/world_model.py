@@ -33,7 +33,8 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.typing import ModuleID
 
 from rlmodules.masked_policy import OBS_KEY, masked_obs_shape
-from rlmodules.networks import build_mlp, default_model_config
+from rlmodules.network_options import default_model_config
+from rlmodules.networks import build_mlp
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig

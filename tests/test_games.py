@@ -285,7 +285,7 @@ def test_play_kuhn_poker_in_the_terminal_without_seeing_hidden_cards():
 
 
 def test_exact_meta_game_matches_played_games():
-    """exact_meta_game's expected returns agree with 20,000 sampled kuhn_poker games."""
+    """exact_meta_game's expected returns agree with 8,000 sampled kuhn_poker games."""
     import torch
 
     from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata
@@ -306,10 +306,15 @@ def test_exact_meta_game_matches_played_games():
         )
     matrix = exact_meta_game("kuhn_poker", policies)
     np.testing.assert_allclose(matrix, -matrix.T, atol=1e-9)  # zero-sum, seats averaged
-    assert np.abs(matrix).max() > 0.05  # the strategies differ
-    records = evaluate("kuhn_poker", policies["p0"], policies["p1"], 10_000, greedy=False, seed=3)
+    # The pair that differs most: a seat or sign mistake moves its value by 2|m|.
+    first, second = np.unravel_index(np.abs(matrix).argmax(), matrix.shape)
+    assert abs(matrix[first, second]) > 0.15  # the strategies differ
+    records = evaluate(
+        "kuhn_poker", policies[f"p{first}"], policies[f"p{second}"], 4_000, greedy=False, seed=3
+    )
     played = sum(r.total_return for r in records) / sum(r.games for r in records)
-    assert played == pytest.approx(matrix[0, 1], abs=0.04)  # 4+ standard errors
+    # A kuhn return has a standard deviation under 1.5: the standard error is under 0.017.
+    assert played == pytest.approx(matrix[first, second], abs=0.06)
 
 
 def test_leducs_league_is_exploitability_descent_by_default():

@@ -137,3 +137,23 @@ def test_front_door_exports_resolve_and_stay_lazy():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+
+
+def test_the_cli_and_config_start_without_torch_scipy_or_ray():
+    """Every `league` command parses and validates its config before it needs torch,
+    scipy or Ray: a refusal or `--help` answers in well under a second."""
+    code = textwrap.dedent(
+        """
+        import sys
+        import league.cli
+        from league.config import TrainConfig
+        TrainConfig.from_dict({"env": "connect_four", "mode": "league"})
+        heavy = sorted({"torch", "scipy", "ray"} & set(sys.modules))
+        assert not heavy, heavy
+        print("ok")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]

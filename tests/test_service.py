@@ -130,12 +130,14 @@ def status(head: Head) -> dict[str, str]:
 
 
 def test_coordinator_lifecycle_and_metrics(head, tmp_path):
+    """The coordinator trains with APPO here (the job below with PPO, the default): the
+    service does not care which algorithm trains."""
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY_CONFIG)
     run_dir = tmp_path / "run"
     started = head.league(
         "train", "--address", head.address, "--detach", "--run-dir", str(run_dir),
-        "--config", str(config), "--stop-minutes", "10",
+        "--config", str(config), "--stop-minutes", "10", "--algo", "appo",
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
     assert "league-coordinator started" in started.stdout
@@ -143,6 +145,7 @@ def test_coordinator_lifecycle_and_metrics(head, tmp_path):
     # Queried from other processes while it trains.
     first = wait_for(lambda: (s := status(head)) and int(s["iteration"]) >= 3 and s)
     assert first["state"] == "running" and first["mode"] == "league"
+    assert first["algo"] == "appo" and int(first["league_size"]) >= 1
     standings = head.league("standings", "--address", head.address)
     assert standings.returncode == 0 and "main_0" in standings.stdout
     assert "Nash" in standings.stdout.splitlines()[0]
@@ -228,23 +231,3 @@ def test_job_submission_runs_and_stops(head, tmp_path):
         wait_for(lambda: "was stopped" in job_status().lower(), timeout=90)
     except TimeoutError:
         pytest.fail(f"job did not stop: {job_status()}\n{job_logs()}")
-
-
-def test_coordinator_runs_appo_the_same_way(head, tmp_path):
-    """The service does not care which algorithm trains: APPO starts, reports, stops
-    with a final checkpoint."""
-    config = tmp_path / "tiny.yaml"
-    config.write_text(TINY_CONFIG)
-    run_dir = tmp_path / "appo"
-    started = head.league(
-        "train", "--address", head.address, "--detach", "--run-dir", str(run_dir),
-        "--config", str(config), "--stop-minutes", "10", "--algo", "appo",
-    )  # fmt: skip
-    assert started.returncode == 0, started.stderr
-    running = wait_for(lambda: (s := status(head)) and int(s["iteration"]) >= 3 and s)
-    assert running["state"] == "running" and running["algo"] == "appo"
-    assert int(running["league_size"]) >= 1
-    stopped = head.league("stop", "--address", head.address)
-    assert stopped.returncode == 0, stopped.stderr
-    latest = json.loads((run_dir / "checkpoints" / "latest.json").read_text())
-    assert latest["iteration"] >= 3 and latest["checkpoint"] in stopped.stdout

@@ -34,9 +34,11 @@ def _score_vs_random(policy) -> float:
     return sum(r.wins - r.losses for r in records) / sum(r.games for r in records)
 
 
-@pytest.mark.parametrize("sample_ahead", [False, True])
-def test_short_self_play_run_improves_against_random(ray_session, sample_ahead):
-    cfg = TrainConfig(**TINY, seed=3, mode="selfplay", sample_ahead=sample_ahead)
+def test_short_self_play_run_improves_against_random(ray_session):
+    # With sample-ahead, the default: our training step, not RLlib's PPO step (the one
+    # `sample_ahead: false` runs), is the one a learning check has to cover.
+    cfg = TrainConfig(**TINY, seed=3, mode="selfplay")
+    assert cfg.sample_ahead
     algo = build_ppo_config(cfg).build_algo()
     try:
         before = _score_vs_random(player_policy(algo, cfg, MAIN_PLAYER)[0])

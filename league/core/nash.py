@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import linprog
 
 from league.core.payoff import PayoffTable
 
@@ -41,6 +40,9 @@ def maximin(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     max_x min_j (x^T A)_j over the simplex, as the LP: maximise v subject to
     A^T x >= v, sum(x) = 1, x >= 0 (HiGHS via scipy).
     """
+    # Imported here: scipy costs half a second of every `league` command's start-up.
+    from scipy.optimize import linprog
+
     a = np.asarray(matrix, dtype=np.float64)
     if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0 or not np.all(np.isfinite(a)):
         raise ValueError(f"need a finite, non-empty 2-D payoff matrix, got shape {a.shape}")

@@ -17,7 +17,7 @@ import numpy as np
 
 from envs.registry import UnknownGameError, game_spaces
 from league.core.ids import parse_module_id
-from rlmodules.networks import ACTIVATIONS, ENCODERS, check_conv_filters
+from rlmodules.network_options import ACTIVATION_NAMES, ENCODERS, check_conv_filters
 
 FORMAT_VERSION = 1
 WEIGHTS_FILE = "weights.safetensors"
@@ -247,9 +247,9 @@ def _check_model_config(config: Mapping[str, Any], source: str) -> tuple[list[in
         raise SnapshotError(
             f"{source}: model_config hidden_sizes must be a list of positive ints, got {hidden!r}"
         )
-    if activation not in ACTIVATIONS:
+    if activation not in ACTIVATION_NAMES:
         raise SnapshotError(
-            f"{source}: model_config activation {activation!r} is not one of {sorted(ACTIVATIONS)}"
+            f"{source}: model_config activation {activation!r} is not one of {sorted(ACTIVATION_NAMES)}"
         )
     if config.get("encoder", "mlp") not in ENCODERS:
         raise SnapshotError(
