@@ -102,6 +102,10 @@ def probe_config(target: SnapshotPolicy, seed: int) -> TrainConfig:
     )
 
 
+PROGRESS_EVERY_S = 15.0
+"""A progress line at most this often (an iteration takes about a second)."""
+
+
 def probe(
     snapshot: str,
     *,
@@ -137,13 +141,18 @@ def probe(
         deadline = time.monotonic() + 60 * minutes
         env_steps = 0
         log(f"probe: training a best response to {snapshot} for {minutes:g} min")
+        reported = time.monotonic()
         while time.monotonic() < deadline:
             result = algo.train()
             env_steps += int(result["env_runners"].get("num_env_steps_sampled", 0))
             algo.env_runner_group.foreach_env_runner(
                 LeagueEnvRunner.drain_matches, local_env_runner=True
             )  # the records are not needed; keep the buffers small
-            log(f"probe: {env_steps:,d} env steps")
+            now = time.monotonic()
+            if now - reported >= PROGRESS_EVERY_S or now >= deadline:
+                left = max(0.0, deadline - now) / 60
+                log(f"probe: {env_steps:,d} env steps, {left:.1f} min left")
+                reported = now
         best_response, _ = player_policy(algo, cfg, MAIN_PLAYER)
     finally:
         algo.stop()
