@@ -743,11 +743,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from league.snapshot import SnapshotError
-    from league.training.probe import probe
+    from league.snapshot import SnapshotError, load_policy
 
     if not args.minutes > 0 or args.games < 2:
         raise CliError("--minutes must be > 0 and --games at least 2")
+    with _refuse(SnapshotError):
+        load_policy(args.snapshot)  # refused here, before Ray and the trainer load
+    from league.training.probe import probe
+
     with _refuse(SnapshotError):
         result = probe(args.snapshot, minutes=args.minutes, games=args.games, seed=args.seed)
     print(result.format())

@@ -213,7 +213,9 @@ def test_a_relative_run_dir_checkpoints(ray_session, tmp_path, monkeypatch):
     checkpoint: RLlib reads a relative checkpoint path as a URI."""
     monkeypatch.chdir(tmp_path)
     cfg = TrainConfig(
-        **{**TINY, "train_batch_size": 500, "minibatch_size": 250, "num_epochs": 1},
+        # No remote env runner: the checkpoint path is the point, and one costs ~5 s.
+        **{**TINY, "train_batch_size": 500, "minibatch_size": 250, "num_epochs": 1}
+        | {"num_env_runners": 0},
         mode="selfplay",
         run_dir="runs/relative",
         stop_timesteps=500,
@@ -315,7 +317,8 @@ def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_sessio
     exploiter with its own bonus keeps it."""
     tiny = {**TINY, "train_batch_size": 400, "minibatch_size": 200, "num_epochs": 1}
     cfg = TrainConfig(
-        **tiny, seed=0, mode="league", entropy_coeff=0.05, entropy_coeff_final=0.01,
+        # The schedules live on the learner: no remote env runner needed (~5 s each).
+        **tiny | {"num_env_runners": 0}, seed=0, mode="league", entropy_coeff=0.05, entropy_coeff_final=0.01,
         lr_final=1e-5, anneal_steps=400, league={"exploiter_entropy_coeff": 0.002},
     )  # fmt: skip
     assert cfg.lr_schedule() == [[0, 1e-3], [400, 1e-5]]
