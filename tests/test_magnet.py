@@ -35,9 +35,9 @@ def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
 
 
 def _train_magnet_kl(coeff: float, iterations: int, interval: int) -> tuple[float, object]:
-    algo = build_ppo_config(
-        TrainConfig(**TINY, magnet_coeff=coeff, magnet_interval=interval)
-    ).build_algo()
+    # The magnet lives on the learner: no remote env runner (~5 s to start each).
+    cfg = TrainConfig(**TINY | {"num_env_runners": 0}, magnet_coeff=coeff, magnet_interval=interval)
+    algo = build_ppo_config(cfg).build_algo()
     for _ in range(iterations):
         result = algo.train()
     return float(result["learners"][MAIN_PLAYER][MAGNET_KL_KEY]), algo
