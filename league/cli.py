@@ -807,12 +807,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _exit_code(err: Exception) -> int | None:
     """The exit code of an expected failure: bad usage or input we checked (2),
     input that library code refused (65), a file or device error (74)."""
-    from league.snapshot import SnapshotError
     from league.store import StoreError
-    from league.training.coordinator import CoordinatorNotFound
 
-    own = (CliError, ConfigError, UnknownGameError, RunDirError, SnapshotError, StoreError)
-    if isinstance(err, (*own, CoordinatorNotFound)):
+    # An error's class comes from a module already loaded: looked up there, a refusal
+    # is classified without importing torch (snapshots) or Ray (the coordinator).
+    loaded = [
+        getattr(sys.modules.get(module), name, None)
+        for module, name in (
+            ("league.snapshot", "SnapshotError"),
+            ("league.training.coordinator", "CoordinatorNotFound"),
+        )
+    ]
+    own = (CliError, ConfigError, UnknownGameError, RunDirError, StoreError)
+    if isinstance(err, (*own, *(cls for cls in loaded if cls is not None))):
         return EXIT_USAGE
     if isinstance(err, OSError):
         return EXIT_IO

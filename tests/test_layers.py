@@ -141,13 +141,14 @@ def test_front_door_exports_resolve_and_stay_lazy():
 
 def test_the_cli_and_config_start_without_torch_scipy_or_ray():
     """Every `league` command parses and validates its config before it needs torch,
-    scipy or Ray: a refusal or `--help` answers in well under a second."""
+    scipy or Ray: `--help` or a refused config answers in well under a second."""
     code = textwrap.dedent(
         """
         import sys
         import league.cli
         from league.config import TrainConfig
         TrainConfig.from_dict({"env": "connect_four", "mode": "league"})
+        assert league.cli.main(["train", "--env", "nope"]) == 2  # refused in one line
         heavy = sorted({"torch", "scipy", "ray"} & set(sys.modules))
         assert not heavy, heavy
         print("ok")
