@@ -231,3 +231,27 @@ def test_job_submission_runs_and_stops(head, tmp_path):
         wait_for(lambda: "was stopped" in job_status().lower(), timeout=90)
     except TimeoutError:
         pytest.fail(f"job did not stop: {job_status()}\n{job_logs()}")
+
+
+def test_an_address_where_no_cluster_listens_is_one_line_at_once():
+    # Without the check, ray.init retries such an address for minutes.
+    address = f"127.0.0.1:{free_port()}"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    for verb in ("status", "stop"):
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "league.cli", verb, "--address", address],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=ROOT,
+        )
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 74, done.stderr
+        assert lines == [
+            f"league: error: ConnectionError: no Ray cluster at {address} "
+            "(Connection refused); start one with `ray start --head` or pass "
+            "the address it printed"
+        ], done.stderr
+        assert time.monotonic() - started < 20

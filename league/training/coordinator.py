@@ -19,11 +19,13 @@ them.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 import traceback
 from collections import deque
 from typing import Any
+from urllib.parse import urlsplit
 
 import ray
 
@@ -32,6 +34,8 @@ NAMESPACE = "league"
 LOG_LINES_KEPT = 2000
 COORDINATOR_MAX_RESTARTS = 5
 """Ray restarts a dead coordinator this many times; a crash loop then ends."""
+CLUSTER_CONNECT_TIMEOUT_S = 5.0
+"""How long a named cluster address may take to accept a TCP connection."""
 
 
 class CoordinatorNotFound(RuntimeError):
@@ -157,7 +161,34 @@ class LeagueCoordinator:
 def connect(address: str | None) -> None:
     """Join the cluster at `address` (or the local one) in the league namespace."""
     if not ray.is_initialized():
+        named = address if address not in (None, "auto") else os.environ.get("RAY_ADDRESS")
+        if named:
+            refuse_unreachable(named)
         ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False)
+
+
+def refuse_unreachable(address: str) -> None:
+    """Fail at once if nothing listens at a host:port (or scheme://host:port) address.
+
+    `ray.init` retries an address where nothing listens for minutes before it gives
+    up; one TCP connect tells a wrong address or a stopped cluster in seconds.
+    """
+    target = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        port = target.port
+    except ValueError:
+        raise ConnectionError(f"cluster address {address!r}: the port is not a number") from None
+    if target.hostname is None or port is None:
+        return  # not host:port ("local", a bare name): ray.init says what it accepts
+    try:
+        with socket.create_connection((target.hostname, port), CLUSTER_CONNECT_TIMEOUT_S):
+            pass
+    except OSError as err:
+        reason = err.strerror or str(err) or type(err).__name__
+        raise ConnectionError(
+            f"no Ray cluster at {address} ({reason}); start one with `ray start --head` "
+            "or pass the address it printed"
+        ) from None
 
 
 def get_coordinator(address: str | None = None) -> Any:
