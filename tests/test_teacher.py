@@ -74,7 +74,7 @@ TINY_LEAGUE = dict(
     env="connect_four",
     encoder="mlp",
     mode="league",
-    num_env_runners=1,
+    num_env_runners=0,  # the teacher lives on the learner: the driver's runner samples
     num_envs_per_env_runner=8,
     train_batch_size=1000,
     minibatch_size=250,
@@ -92,9 +92,7 @@ def _check_teacher_column(algo) -> None:
     learner = algo.learner_group._learner
     pieces = [type(c) for c in learner._learner_connector.connectors]
     assert pieces.count(TeacherTargets) == 1
-    (episodes,) = algo.env_runner_group.foreach_env_runner(
-        lambda er: er.sample(num_timesteps=300), local_env_runner=False
-    )
+    episodes = algo.env_runner.sample(num_timesteps=300)
     batch = train_batch(learner, episodes)
     obs, probs = batch[MAIN_PLAYER]["obs"], batch[MAIN_PLAYER][TEACHER_PROBS_COLUMN]
     rows = (obs[MASK_KEY] > 0).any(dim=-1)

@@ -55,8 +55,11 @@ def test_short_self_play_run_improves_against_random(ray_session):
 @pytest.fixture(scope="module", params=["league", "selfplay"])
 def short_run(request, ray_session, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("run") / "r"
+    # The run dir is the point here: sampling on the driver's own env runner builds in
+    # 0.1 s against ~5 s with a remote one (this run, its resume and the restore build
+    # three times per mode); the remote-runner path is the learning check's.
     cfg = TrainConfig(
-        **TINY,
+        **TINY | {"num_env_runners": 0},
         mode=request.param,
         run_dir=str(run_dir),
         stop_timesteps=4000,
@@ -347,8 +350,8 @@ def test_schedules_over_the_run_end_at_their_final_values_as_time_runs_out(ray_s
     """`anneal_over: run` with a time budget: the learners' schedules follow the run
     clock, so lr is at lr_final as the run stops although `anneal_steps` (the axis) is
     far beyond the steps played; a resumed run continues from the recorded progress
-    instead of restarting the schedule; without sample-ahead the run says it falls
-    back to env steps."""
+    instead of restarting the schedule; without env runners to sample ahead on, the
+    run says it falls back to env steps."""
     tiny = {**TINY, "train_batch_size": 500, "minibatch_size": 250, "num_epochs": 1}
     cfg = TrainConfig(
         **tiny, mode="selfplay", run_dir=str(tmp_path / "run"), stop_minutes=0.25,
@@ -373,7 +376,8 @@ def test_schedules_over_the_run_end_at_their_final_values_as_time_runs_out(ray_s
     after = [r["learners"][MAIN_PLAYER][rate] for r in resumed[len(records) :]]
     assert after and max(after) <= rates[-1] + 1e-9, (rates[-1], after)  # not back at 1e-3
     lines: list[str] = []
-    fallback = cfg.replace(run_dir=str(tmp_path / "sync"), sample_ahead=False, stop_minutes=0.05)
+    # Without env runners to sample ahead on, the run falls back (and builds in 0.1 s).
+    fallback = cfg.replace(run_dir=str(tmp_path / "sync"), num_env_runners=0, stop_minutes=0.05)
     train(fallback, log=lines.append)
     assert any("schedules over time need ppo with sample_ahead" in line for line in lines), lines
 
