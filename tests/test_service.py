@@ -234,24 +234,27 @@ def test_job_submission_runs_and_stops(head, tmp_path):
 
 
 def test_an_address_where_no_cluster_listens_is_one_line_at_once():
-    # Without the check, ray.init retries such an address for minutes.
+    """Without the check, ray.init retries such an address for minutes."""
     address = f"127.0.0.1:{free_port()}"
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    for verb in ("status", "stop"):
+    for args, extra_env, shown in (
+        (["status", "--address", address], {}, address),
+        (["stop", "--address", address], {}, address),
+        (["status"], {"RAY_ADDRESS": address}, f"RAY_ADDRESS={address}"),  # auto joins it
+    ):
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "league.cli", verb, "--address", address],
+            [sys.executable, "-m", "league.cli", *args],
             capture_output=True,
             text=True,
             timeout=60,
-            env=env,
+            env=env | extra_env,
             cwd=ROOT,
         )
-        lines = done.stderr.strip().splitlines()
         assert done.returncode == 74, done.stderr
-        assert lines == [
-            f"league: error: ConnectionError: no Ray cluster at {address} "
-            "(Connection refused); start one with `ray start --head` or pass "
-            "the address it printed"
+        assert done.stderr.strip().splitlines() == [
+            f"league: error: ConnectionError: no Ray cluster listens at {shown} "
+            "(Connection refused); start one with `ray start --head` or pass the "
+            "address it printed"
         ], done.stderr
         assert time.monotonic() - started < 20

@@ -161,13 +161,14 @@ class LeagueCoordinator:
 def connect(address: str | None) -> None:
     """Join the cluster at `address` (or the local one) in the league namespace."""
     if not ray.is_initialized():
-        named = address if address not in (None, "auto") else os.environ.get("RAY_ADDRESS")
-        if named:
-            refuse_unreachable(named)
+        if address not in (None, "auto"):
+            refuse_unreachable(address)
+        elif os.environ.get("RAY_ADDRESS"):  # what ray.init's "auto" joins first
+            refuse_unreachable(os.environ["RAY_ADDRESS"], source="RAY_ADDRESS=")
         ray.init(address=address or "auto", namespace=NAMESPACE, log_to_driver=False)
 
 
-def refuse_unreachable(address: str) -> None:
+def refuse_unreachable(address: str, source: str = "") -> None:
     """Fail at once if nothing listens at a host:port (or scheme://host:port) address.
 
     `ray.init` retries an address where nothing listens for minutes before it gives
@@ -177,7 +178,9 @@ def refuse_unreachable(address: str) -> None:
     try:
         port = target.port
     except ValueError:
-        raise ConnectionError(f"cluster address {address!r}: the port is not a number") from None
+        raise ConnectionError(
+            f"cluster address {source}{address}: the port is not a number"
+        ) from None
     if target.hostname is None or port is None:
         return  # not host:port ("local", a bare name): ray.init says what it accepts
     try:
@@ -186,8 +189,8 @@ def refuse_unreachable(address: str) -> None:
     except OSError as err:
         reason = err.strerror or str(err) or type(err).__name__
         raise ConnectionError(
-            f"no Ray cluster at {address} ({reason}); start one with `ray start --head` "
-            "or pass the address it printed"
+            f"no Ray cluster listens at {source}{address} ({reason}); start one with "
+            "`ray start --head` or pass the address it printed"
         ) from None
 
 
