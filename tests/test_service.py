@@ -237,10 +237,22 @@ def test_an_address_where_no_cluster_listens_is_one_line_at_once():
     """Without the check, ray.init retries such an address for minutes."""
     address = f"127.0.0.1:{free_port()}"
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    for args, extra_env, shown in (
-        (["status", "--address", address], {}, address),
-        (["stop", "--address", address], {}, address),
-        (["status"], {"RAY_ADDRESS": address}, f"RAY_ADDRESS={address}"),  # auto joins it
+    refused = (
+        "(Connection refused); start one with `ray start --head` or pass the address it printed"
+    )
+    for args, extra_env, expected in (
+        (["status", "--address", address], {}, f"no Ray cluster listens at {address} {refused}"),
+        (["stop", "--address", address], {}, f"no Ray cluster listens at {address} {refused}"),
+        (  # auto joins RAY_ADDRESS's cluster
+            ["status"],
+            {"RAY_ADDRESS": address},
+            f"no Ray cluster listens at RAY_ADDRESS={address} {refused}",
+        ),
+        (
+            ["status", "--address", "127.0.0.1:x"],
+            {},
+            "cluster address 127.0.0.1:x: the port is not a number",
+        ),
     ):
         started = time.monotonic()
         done = subprocess.run(
@@ -253,8 +265,6 @@ def test_an_address_where_no_cluster_listens_is_one_line_at_once():
         )
         assert done.returncode == 74, done.stderr
         assert done.stderr.strip().splitlines() == [
-            f"league: error: ConnectionError: no Ray cluster listens at {shown} "
-            "(Connection refused); start one with `ray start --head` or pass the "
-            "address it printed"
+            f"league: error: ConnectionError: {expected}"
         ], done.stderr
         assert time.monotonic() - started < 20
