@@ -748,11 +748,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if not args.minutes > 0 or args.games < 2:
         raise CliError("--minutes must be > 0 and --games at least 2")
     with _refuse(SnapshotError):
-        load_policy(args.snapshot)  # refused here, before Ray and the trainer load
+        target = load_policy(args.snapshot)  # refused here, before Ray and the trainer load
     from league.training.probe import probe
 
-    with _refuse(SnapshotError):
-        result = probe(args.snapshot, minutes=args.minutes, games=args.games, seed=args.seed)
+    result = probe(target, minutes=args.minutes, games=args.games, seed=args.seed)
     print(result.format())
     return 0
 

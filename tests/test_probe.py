@@ -20,11 +20,14 @@ def _untrained_snapshot(path, hidden=(16,)):
 
 
 def test_probe_trains_a_best_response_and_reports_intervals(ray_session, tmp_path):
+    from league.snapshot import load_policy
     from league.training.probe import probe
 
-    target = _untrained_snapshot(tmp_path / "target")
+    # Loaded once, as `league probe` does after refusing a bad snapshot early.
+    target = load_policy(_untrained_snapshot(tmp_path / "target"))
     lines: list[str] = []
-    result = probe(str(target), minutes=0.5, games=200, seed=1, log=lines.append)
+    result = probe(target, minutes=0.5, games=200, seed=1, log=lines.append)
+    assert "best response to main_0 for 0.5 min" in lines[0], lines
     progress = [line for line in lines if "env steps" in line]
     # A line every 15 s and one at the end, not one per iteration (there are dozens).
     assert result.env_steps > 0 and 1 <= len(progress) <= 3, lines

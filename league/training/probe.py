@@ -102,19 +102,27 @@ def probe_config(target: SnapshotPolicy, seed: int) -> TrainConfig:
     )
 
 
+def describe(target: SnapshotPolicy) -> str:
+    """The target's player and version, as the league names snapshots (main_0@3)."""
+    version = target.meta.version
+    return target.meta.player + ("" if version is None else f"@{version}")
+
+
 PROGRESS_EVERY_S = 15.0
 """A progress line at most this often (an iteration takes about a second)."""
 
 
 def probe(
-    snapshot: str,
+    snapshot: str | SnapshotPolicy,
     *,
     minutes: float = 5.0,
     games: int = 500,
     seed: int = 0,
     log: Callable[[str], None] = print,
 ) -> ProbeResult:
-    target = load_policy(snapshot)
+    """Train a best response to `snapshot` (a snapshot directory, or one already
+    loaded) for `minutes`, then play it against the target for `games` games."""
+    target = load_policy(snapshot) if isinstance(snapshot, str) else snapshot
     cfg = probe_config(target, seed)
     start_ray(cfg, log)
     league = League(cfg.league)
@@ -140,7 +148,8 @@ def probe(
         algo.env_runner_group.foreach_env_runner(install, local_env_runner=local)
         deadline = time.monotonic() + 60 * minutes
         env_steps = 0
-        log(f"probe: training a best response to {snapshot} for {minutes:g} min")
+        name = snapshot if isinstance(snapshot, str) else describe(target)
+        log(f"probe: training a best response to {name} for {minutes:g} min")
         reported = time.monotonic()
         while time.monotonic() < deadline:
             result = algo.train()
