@@ -201,7 +201,7 @@ def cross_table(game: str, runs: dict[tuple[str, int | None], RunDir], games: in
 def probe_row(run: RunDir, minutes: float) -> dict[str, float]:
     from league.training.probe import probe
 
-    result = probe(str(run.player_dir(MAIN)), minutes=minutes, games=1000, log=lambda _: None)
+    result = probe(run.player_dir(MAIN), minutes=minutes, games=1000, log=lambda _: None)
     lo, hi = result.win_interval()
     return {"probe BR win rate": result.win_rate, "low": lo, "high": hi}
 

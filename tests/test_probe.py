@@ -41,6 +41,18 @@ def test_probe_trains_a_best_response_and_reports_intervals(ray_session, tmp_pat
     assert "win rate" in result.format() and "seat player_1" in result.format()
 
 
+def test_a_loaded_target_is_named_as_the_league_names_snapshots(tmp_path):
+    import dataclasses
+
+    from league.snapshot import load_policy
+    from league.training.probe import describe
+
+    target = load_policy(_untrained_snapshot(tmp_path / "target"))
+    assert describe(target) == "main_0"  # a player's latest weights carry no version
+    target.meta = dataclasses.replace(target.meta, version=3)
+    assert describe(target) == "main_0@3"
+
+
 def test_probe_cli_refuses_a_missing_snapshot(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "league.cli", "probe", "--snapshot", str(tmp_path / "none")],

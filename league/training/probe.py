@@ -113,7 +113,7 @@ PROGRESS_EVERY_S = 15.0
 
 
 def probe(
-    snapshot: str | SnapshotPolicy,
+    snapshot: str | os.PathLike[str] | SnapshotPolicy,
     *,
     minutes: float = 5.0,
     games: int = 500,
@@ -122,7 +122,8 @@ def probe(
 ) -> ProbeResult:
     """Train a best response to `snapshot` (a snapshot directory, or one already
     loaded) for `minutes`, then play it against the target for `games` games."""
-    target = load_policy(snapshot) if isinstance(snapshot, str) else snapshot
+    loaded = isinstance(snapshot, SnapshotPolicy)
+    target = snapshot if loaded else load_policy(snapshot)
     cfg = probe_config(target, seed)
     start_ray(cfg, log)
     league = League(cfg.league)
@@ -148,7 +149,7 @@ def probe(
         algo.env_runner_group.foreach_env_runner(install, local_env_runner=local)
         deadline = time.monotonic() + 60 * minutes
         env_steps = 0
-        name = snapshot if isinstance(snapshot, str) else describe(target)
+        name = describe(target) if loaded else str(snapshot)
         log(f"probe: training a best response to {name} for {minutes:g} min")
         reported = time.monotonic()
         while time.monotonic() < deadline:
