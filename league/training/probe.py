@@ -122,8 +122,7 @@ def probe(
 ) -> ProbeResult:
     """Train a best response to `snapshot` (a snapshot directory, or one already
     loaded) for `minutes`, then play it against the target for `games` games."""
-    loaded = isinstance(snapshot, SnapshotPolicy)
-    target = snapshot if loaded else load_policy(snapshot)
+    target = snapshot if isinstance(snapshot, SnapshotPolicy) else load_policy(snapshot)
     cfg = probe_config(target, seed)
     start_ray(cfg, log)
     league = League(cfg.league)
@@ -149,8 +148,7 @@ def probe(
         algo.env_runner_group.foreach_env_runner(install, local_env_runner=local)
         deadline = time.monotonic() + 60 * minutes
         env_steps = 0
-        name = describe(target) if loaded else str(snapshot)
-        log(f"probe: training a best response to {name} for {minutes:g} min")
+        log(f"probe: training a best response to {describe(target)} for {minutes:g} min")
         reported = time.monotonic()
         while time.monotonic() < deadline:
             result = algo.train()
