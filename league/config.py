@@ -237,6 +237,18 @@ class TrainConfig:
             "return scale (poker returns reach 13 chips)."
         ),
     )
+    kl_coeff: float = field(
+        default=0.2,
+        metadata=_help(
+            "PPO's initial KL penalty coefficient (RLlib's kl_coeff): each update's "
+            "mean KL from the policy that played the batch, times a coefficient RLlib "
+            "raises 1.5x when the KL passes twice kl_target and halves below half of "
+            "it; 0 turns the KL term off (use_kl_loss False), leaving the clip."
+        ),
+    )
+    kl_target: float = field(
+        default=0.01, metadata=_help("The mean KL per update PPO's KL coefficient steers to.")
+    )
     magnet_coeff: float = field(
         default=0.0,
         metadata=_help(
@@ -414,6 +426,8 @@ class TrainConfig:
             ("entropy_coeff_final", 0.0, 100.0, False),
             ("vf_loss_coeff", 0.0, 1000.0, False),
             ("vf_clip_param", 0.0, 1e9, True),
+            ("kl_coeff", 0.0, 1000.0, False),
+            ("kl_target", 0.0, 10.0, True),
             ("magnet_coeff", 0.0, 1000.0, False),
             ("curiosity_coeff", 0.0, 1000.0, False),
             ("default_stop_minutes", 0.0, None, True),

@@ -403,3 +403,15 @@ def test_value_error_clip_reaches_ppo():
     assert build_ppo_config(TrainConfig(**TINY, vf_clip_param=500.0)).vf_clip_param == 500.0
     with pytest.raises(ValueError, match="vf_clip_param must be in"):
         TrainConfig(**TINY, vf_clip_param=0.0)
+
+
+def test_kl_settings_reach_ppo():
+    """`kl_coeff` and `kl_target` are RLlib's; a coefficient of 0 switches the KL term off."""
+    default = build_ppo_config(TrainConfig(**TINY))
+    assert (default.use_kl_loss, default.kl_coeff, default.kl_target) == (True, 0.2, 0.01)
+    off = build_ppo_config(TrainConfig(**TINY, kl_coeff=0.0, kl_target=0.05))
+    assert (off.use_kl_loss, off.kl_coeff, off.kl_target) == (False, 0.0, 0.05)
+    with pytest.raises(ValueError, match="kl_target must be in"):
+        TrainConfig(**TINY, kl_target=0.0)
+    with pytest.raises(ValueError, match="kl_coeff must be in"):
+        TrainConfig(**TINY, kl_coeff=-0.1)

@@ -247,6 +247,9 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         entropy_coeff=cfg.player_entropy_coeff(),
         vf_loss_coeff=cfg.vf_loss_coeff,
         vf_clip_param=cfg.vf_clip_param,
+        use_kl_loss=cfg.kl_coeff > 0,
+        kl_coeff=cfg.kl_coeff,
+        kl_target=cfg.kl_target,
         # Policies without a value head have no value loss; the shared one has its own.
         use_critic=not cfg.shared_vf,
     )
