@@ -328,7 +328,15 @@ def _play_report_parsers(sub: argparse._SubParsersAction) -> None:
         "probe",
         help="approximate exploitability: train a fresh best response against a snapshot",
     )
-    p.add_argument("--snapshot", required=True, help="snapshot directory to exploit")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--snapshot", help="snapshot directory to exploit")
+    target.add_argument(
+        "--reference",
+        metavar="NAME",
+        help="a scripted player to exploit instead: the game's reference opponent "
+        "(search on connect_four) or package.module:callable; needs --env",
+    )
+    p.add_argument("--env", help="the game of --reference (a registered game id)")
     p.add_argument("--minutes", type=float, default=5.0, help="training time (default 5)")
     p.add_argument("--games", type=int, default=500, help="evaluation games (default 500)")
     p.add_argument("--seed", type=int, default=0)
@@ -747,8 +755,24 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     if not args.minutes > 0 or args.games < 2:
         raise CliError("--minutes must be > 0 and --games at least 2")
-    with _refuse(SnapshotError):
-        target = load_policy(args.snapshot)  # refused here, before Ray and the trainer load
+    if (args.env is None) != (args.reference is None):
+        raise CliError("--env goes with --reference (a snapshot knows its game)")
+    if args.reference is not None:
+        from envs.opponents import make_opponent
+        from envs.registry import get_game
+
+        with _refuse(ValueError):  # refused here, before Ray and the trainer load
+            get_game(args.env)
+        try:
+            make_opponent(args.reference, args.env)
+        except Exception as err:  # a user's bot: any failure is bad input
+            raise CliError(f"--reference: {err}") from None
+        from league.training.probe import ReferenceTarget
+
+        target: Any = ReferenceTarget(args.reference, args.env)
+    else:
+        with _refuse(SnapshotError):
+            target = load_policy(args.snapshot)  # refused here, before Ray and the trainer load
     from league.training.probe import probe
 
     result = probe(target, minutes=args.minutes, games=args.games, seed=args.seed)

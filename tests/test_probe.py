@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from envs.registry import game_spaces
 from league.snapshot import player_metadata, save_snapshot
 from rlmodules.masked_policy import masked_policy_spec
@@ -62,3 +64,36 @@ def test_probe_cli_refuses_a_missing_snapshot(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("league: error:")
+
+
+def test_probe_exploits_a_scripted_player(ray_session):
+    from league.training.probe import ReferenceTarget, probe
+
+    lines: list[str] = []
+    target = ReferenceTarget("random", "tictactoe")
+    result = probe(target, minutes=0.3, games=200, seed=2, log=lines.append)
+    assert "best response to ref:random for 0.3 min" in lines[0], lines
+    assert result.games == 200 and len(result.seats) == 2
+    # Random against random scores 0 over both seats; PPO's best response beats it.
+    assert result.win_rate > 0.5 and result.mean_score > 0.1, result.format()
+
+
+@pytest.mark.parametrize(
+    ("flags", "complaint"),
+    [
+        (["--reference", "nobody", "--env", "tictactoe"], "unknown opponent 'nobody'"),
+        (["--reference", "random", "--env", "no_such_game"], "no_such_game"),
+        (["--reference", "random"], "--env goes with --reference"),
+        (["--snapshot", "x", "--reference", "random"], "not allowed with argument"),
+    ],
+)
+def test_probe_cli_refuses_a_bad_scripted_target(flags, complaint):
+    proc = subprocess.run(
+        [sys.executable, "-m", "league.cli", "probe", *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("league: error:")
+    assert complaint in proc.stderr, proc.stderr

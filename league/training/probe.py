@@ -1,4 +1,4 @@
-"""Approximate exploitability: train a fresh best response against a frozen snapshot.
+"""Approximate exploitability: train a fresh best response against a frozen player.
 
 For games too big to solve, OpenSpiel's maintainers recommend measuring how well
 a newly trained agent exploits a fixed policy. `probe` does that with the league's
@@ -7,7 +7,9 @@ own machinery: the target is loaded on the env runners as a frozen module
 network learns against it by PPO for the given minutes, and the best response is
 then evaluated against the target (greedy, in every seat, the target sampling as
 it plays when deployed). A win rate near the game's value means the target is
-hard to exploit; near 1, that a short search already beats it.
+hard to exploit; near 1, that a short search already beats it. A scripted target
+(a game's reference opponent, `ref:search`, or a user's bot) is probed the same
+way against the game's default network.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from envs.opponents import Policy, make_opponent
 from envs.registry import split_game_id
 from league.config import TrainConfig
+from league.core.ids import reference_id
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan
 from league.core.outcomes import SeatRecord, wilson_interval
@@ -28,6 +33,7 @@ from league.tools.evaluation import evaluate
 from league.training.algorithm import (
     MAIN_PLAYER,
     build_ppo_config,
+    frozen_module_spec,
     game_seats,
     snapshot_module_spec,
 )
@@ -76,21 +82,43 @@ class ProbeResult:
         return "\n".join(lines + [f"  {s.format()}" for s in self.seats])
 
 
-def probe_config(target: SnapshotPolicy, seed: int) -> TrainConfig:
-    """Training settings of the best response: the target's game and network, a
-    league of one trainable main with the target as its only frozen opponent."""
-    model = target.meta.model_config
-    env, env_kwargs = split_game_id(target.meta.game)
-    return TrainConfig.from_dict(
-        {
-            "env": env,
-            "env_kwargs": env_kwargs,
-            "mode": "league",
+@dataclass(frozen=True)
+class ReferenceTarget:
+    """A scripted target: a game's reference opponent by name (`search` on
+    connect_four) or a user's bot (package.module:callable). Probing one bounds what
+    a league that imitates or plays it can learn from it."""
+
+    name: str
+    game: str
+
+
+Target = str | os.PathLike[str] | SnapshotPolicy | ReferenceTarget
+"""What `probe` exploits: a snapshot directory, a loaded snapshot or a scripted player."""
+
+
+def probe_config(target: SnapshotPolicy | ReferenceTarget, seed: int) -> TrainConfig:
+    """Training settings of the best response: the target's game and network (a
+    scripted target's game's default network), a league of one trainable main with
+    the target as its only frozen opponent."""
+    network: dict[str, Any] = {}
+    if isinstance(target, SnapshotPolicy):
+        model = target.meta.model_config
+        network = {
             "hidden_sizes": list(model["hidden_sizes"]),
             "activation": model["activation"],
             # A snapshot made before conv encoders is an MLP (rlmodules.networks).
             "encoder": model.get("encoder", "mlp"),
             **({"conv_filters": model["conv_filters"]} if "conv_filters" in model else {}),
+        }
+    env, env_kwargs = split_game_id(
+        target.game if isinstance(target, ReferenceTarget) else target.meta.game
+    )
+    return TrainConfig.from_dict(
+        {
+            "env": env,
+            "env_kwargs": env_kwargs,
+            "mode": "league",
+            **network,
             "seed": seed,
             "eval_interval": 0,
             "dashboard": False,
@@ -102,10 +130,19 @@ def probe_config(target: SnapshotPolicy, seed: int) -> TrainConfig:
     )
 
 
-def describe(target: SnapshotPolicy) -> str:
-    """The target's player and version, as the league names snapshots (main_0@3)."""
+def describe(target: SnapshotPolicy | ReferenceTarget) -> str:
+    """The target's name as the league names its members: main_0@3, ref:search."""
+    if isinstance(target, ReferenceTarget):
+        return reference_id(target.name)
     version = target.meta.version
     return target.meta.player + ("" if version is None else f"@{version}")
+
+
+def load_target(target: Target) -> SnapshotPolicy | ReferenceTarget:
+    """A snapshot loaded (checked) from its directory; a loaded or scripted target as is."""
+    if isinstance(target, SnapshotPolicy | ReferenceTarget):
+        return target
+    return load_policy(target)
 
 
 PROGRESS_EVERY_S = 15.0
@@ -113,20 +150,29 @@ PROGRESS_EVERY_S = 15.0
 
 
 def probe(
-    snapshot: str | os.PathLike[str] | SnapshotPolicy,
+    target: Target,
     *,
     minutes: float = 5.0,
     games: int = 500,
     seed: int = 0,
     log: Callable[[str], None] = print,
 ) -> ProbeResult:
-    """Train a best response to `snapshot` (a snapshot directory, or one already
-    loaded) for `minutes`, then play it against the target for `games` games."""
-    target = snapshot if isinstance(snapshot, SnapshotPolicy) else load_policy(snapshot)
+    """Train a best response to `target` (a snapshot directory, a snapshot already
+    loaded, or a scripted player) for `minutes`, then play it against the target for
+    `games` games."""
+    target = load_target(target)
     cfg = probe_config(target, seed)
+    opponent: Policy
+    if isinstance(target, ReferenceTarget):
+        opponent = make_opponent(target.name, cfg.game)  # refuses an unknown name first
+        target_id = reference_id(target.name)
+        frozen = (frozen_module_spec(cfg, target_id), {})  # scripted: no weights
+    else:
+        opponent = target
+        target_id = League(cfg.league).take_snapshot(MAIN_PLAYER, iteration=0)
+        weights = {POLICY_PREFIX + k: v.numpy() for k, v in target.net.state_dict().items()}
+        frozen = (snapshot_module_spec(cfg), weights)
     start_ray(cfg, log)
-    league = League(cfg.league)
-    target_id = league.take_snapshot(MAIN_PLAYER, iteration=0)
     plan = MatchmakingPlan(
         learners=(MAIN_PLAYER,),
         learner_probs=(1.0,),
@@ -136,13 +182,10 @@ def probe(
     )
     algo = build_ppo_config(cfg, plan).build_algo()
     try:
-        weights = {POLICY_PREFIX + k: v.numpy() for k, v in target.net.state_dict().items()}
-        spec, mapping = snapshot_module_spec(cfg), PlanMapping(plan, game_seats(cfg.game))
+        mapping = PlanMapping(plan, game_seats(cfg.game))
 
         def install(runner: LeagueEnvRunner) -> list[str]:
-            return runner.update_league(
-                add={target_id: (spec, weights)}, remove=(), mapping=mapping
-            )
+            return runner.update_league(add={target_id: frozen}, remove=(), mapping=mapping)
 
         local = cfg.num_env_runners == 0  # remote runners: the local one never samples
         algo.env_runner_group.foreach_env_runner(install, local_env_runner=local)
@@ -164,5 +207,5 @@ def probe(
         best_response, _ = player_policy(algo, cfg, MAIN_PLAYER)
     finally:
         algo.stop()
-    seats = evaluate(cfg.game, best_response, target, games // 2, greedy=True, seed=seed + 1)
+    seats = evaluate(cfg.game, best_response, opponent, games // 2, greedy=True, seed=seed + 1)
     return ProbeResult(env_steps, seats)
