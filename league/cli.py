@@ -326,7 +326,8 @@ def _play_report_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=30, help="modules in the heatmap (default 30)")
     p = sub.add_parser(
         "probe",
-        help="approximate exploitability: train a fresh best response against a snapshot",
+        help="approximate exploitability: train a fresh best response against a snapshot "
+        "or a scripted player",
     )
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--snapshot", help="snapshot directory to exploit")
