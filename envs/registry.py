@@ -227,7 +227,14 @@ _REGISTRY: dict[str, _Entry] = {
         connect_four_v3.env,
         "connect_four_v3: 6x7",
         train_defaults={
-            "encoder": "mlp",
+            # One conv layer of 16 4x4 filters (a connect-four line fits one) and a
+            # 128-128 head: with the defaults below, head to head against self-play
+            # 0.648 (seeds 0 / 1) and 5-minute probe BR wins 0.923 / 0.951 against
+            # self-play's 0.981 / 0.982, where the 256-256 MLP left 0.53-0.57 and
+            # 0.98-1.00 (README). It trains at about 0.6x the MLP's env steps.
+            "encoder": "conv",
+            "conv_filters": [[16, 4, 1]],
+            "hidden_sizes": [128, 128],
             "random_opening_moves": 2,
             "eval_interval": 10,
             # The two-ply search player as a league member, in a fifth of the main's

@@ -182,8 +182,10 @@ def test_a_game_brings_its_own_defaults_and_flags_override_them(tmp_path):
     # Another game does not inherit tictactoe's tuning.
     generic = TrainConfig()
     other = config_from(["--env", "connect_four"])
-    assert (
-        other.entropy_coeff == generic.entropy_coeff and other.hidden_sizes == generic.hidden_sizes
+    assert (other.entropy_coeff, other.lr, other.num_epochs) == (
+        generic.entropy_coeff,
+        generic.lr,
+        generic.num_epochs,
     )
 
 
