@@ -230,8 +230,9 @@ _REGISTRY: dict[str, _Entry] = {
             # One conv layer of 16 4x4 filters (a connect-four line fits one) and a
             # 128-128 head: with the defaults below, head to head against self-play
             # 0.648 (seeds 0 / 1) and 5-minute probe BR wins 0.923 / 0.951 against
-            # self-play's 0.981 / 0.982, where the 256-256 MLP left 0.53-0.57 and
-            # 0.98-1.00 (README). It trains at about 0.6x the MLP's env steps.
+            # self-play's 0.981 / 0.982; the 256-256 MLP of earlier sessions left head
+            # to head at 0.53-0.57 and 5-minute probes at 0.98-1.00 (README). It
+            # sampled 1.6-1.8M env steps in 15 minutes, the MLP 2.2-3.4M (other sessions).
             "encoder": "conv",
             "conv_filters": [[16, 4, 1]],
             "hidden_sizes": [128, 128],
