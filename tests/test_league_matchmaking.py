@@ -309,9 +309,9 @@ def test_next_plan_computes_each_role_mix_once(monkeypatch) -> None:
     for cls in (roles.MainAgent, roles.MainExploiter, roles.LeagueExploiter):
         original = cls.opponent_branches
 
-        def counted(self, view, _original=original):
+        def counted(self, view, side=None, _original=original):
             calls[self.player] += 1
-            return _original(self, view)
+            return _original(self, view, side)
 
         monkeypatch.setattr(cls, "opponent_branches", counted)
     active, plan = next_plan(league, np.random.default_rng(0), iteration=3)

@@ -22,6 +22,9 @@ from league.core.ids import (
     reference_id,
 )
 from league.core.pfsp import WEIGHTINGS
+from league.core.ratings import RATING_KINDS
+
+OPPONENT_SAMPLINGS = ("pfsp", "nash", "alpharank")
 
 
 def field_help(text: str, choices: Iterable[str] = (), noun: str = "") -> dict[str, Any]:
@@ -214,9 +217,12 @@ class LeagueConfig:
         default="pfsp",
         metadata=_help(
             "How the main and league exploiters weight snapshots: 'pfsp' (by win rate, "
-            "AlphaStar) or 'nash' (by the league's Nash mixture over the payoff table, "
-            "PSRO-style; only snapshots in its support are played, uniformly when it holds none).",
-            choices=("pfsp", "nash"),
+            "AlphaStar), 'nash' (by the league's Nash mixture over the payoff table, "
+            "PSRO-style; two-player zero-sum games only) or 'alpharank' (by alpha-rank's "
+            "stationary distribution over the payoff table, per side: any number of seats, "
+            "teams or sides). Only snapshots in the mixture's support are played, uniformly "
+            "when it holds none.",
+            choices=OPPONENT_SAMPLINGS,
         ),
     )
 
@@ -285,7 +291,16 @@ class LeagueConfig:
         metadata=_help("Weight of the pull toward the teacher's moves (0: off)."),
     )
 
-    # Ratings (Elo).
+    # Ratings.
+    ratings: str = field(
+        default="auto",
+        metadata=_help(
+            "Rating of every league module: 'elo' (pairwise), 'skill' (a Bayesian rating "
+            "over team rankings: openskill's Plackett-Luce, shown as mu - 3 sigma), or "
+            "'auto': Elo for two-player games, skill for more seats or teams.",
+            choices=RATING_KINDS,
+        ),
+    )
     elo_initial: float = field(default=1000.0, metadata=_help("Initial Elo rating."))
     elo_k: float = field(default=16.0, metadata=_help("Elo K factor."))
     elo_scale: float = field(
@@ -329,9 +344,14 @@ class LeagueConfig:
                 raise ValueError(
                     f"{name} must be one of {sorted(WEIGHTINGS)}, got {reprlib.repr(getattr(self, name))}"
                 )
-        if self.opponent_sampling not in ("pfsp", "nash"):
+        if self.opponent_sampling not in OPPONENT_SAMPLINGS:
             raise ValueError(
-                f"opponent_sampling must be 'pfsp' or 'nash', got {reprlib.repr(self.opponent_sampling)}"
+                f"opponent_sampling must be one of {', '.join(OPPONENT_SAMPLINGS)}, "
+                f"got {reprlib.repr(self.opponent_sampling)}"
+            )
+        if self.ratings not in RATING_KINDS:
+            raise ValueError(
+                f"ratings must be one of {', '.join(RATING_KINDS)}, got {reprlib.repr(self.ratings)}"
             )
         if self.main_exploiter_reset_to not in ("initial", "main"):
             raise ValueError(
@@ -383,24 +403,29 @@ class LeagueConfig:
         """Module ids of the reference opponents (``ref:<name>``), in config order."""
         return tuple(reference_id(name) for name in self.reference_opponents)
 
-    def learner_weights(self) -> dict[str, float]:
-        """Trainable player -> probability of being an episode's learner."""
-        mains = self.player_ids(MAIN)
-        others = [p for p in self.player_ids() if p not in mains]
+    def learner_weights(self, sides: Iterable[str] = ("",)) -> dict[str, float]:
+        """Trainable player -> probability of being an episode's learner (the mains of
+        every side share `main_learner_share` evenly, the other players the rest)."""
+        sides = tuple(sides)
+        mains = self.player_ids(MAIN, sides)
+        others = [p for p in self.player_ids(None, sides) if p not in mains]
         main_share = self.main_learner_share if others else 1.0
         weights = dict.fromkeys(mains, main_share / len(mains))
         weights.update(dict.fromkeys(others, (1.0 - main_share) / len(others) if others else 0.0))
         return weights
 
-    def player_ids(self, role: str | None = None) -> tuple[str, ...]:
-        """Trainable player ids, in creation order (mains first)."""
+    def player_ids(self, role: str | None = None, sides: Iterable[str] = ("",)) -> tuple[str, ...]:
+        """Trainable player ids, in creation order (side by side, mains first); a game
+        with one side has the side "" and ids without a side."""
         counts = {
             MAIN: self.num_main_agents,
             MAIN_EXPLOITER: self.num_main_exploiters,
             LEAGUE_EXPLOITER: self.num_league_exploiters,
         }
         roles = ROLE_NAMES if role is None else (role,)
-        return tuple(player_id(r, i) for r in roles for i in range(counts[r]))
+        return tuple(
+            player_id(r, i, side) for side in sides for r in roles for i in range(counts[r])
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict of every field."""

@@ -4,6 +4,12 @@
 snapshots and ``ref:<name>`` for reference opponents (scripted, parameter-free
 league members such as ``ref:minimax``); the rest of the code parses and builds
 ids through these helpers and never splits strings by hand.
+
+In a game with more than one side (seats with different spaces, e.g. predators
+and prey: `league.core.seats`) every player belongs to one side and its id
+starts with the side's name and a dot: ``adversary.main_0``,
+``adversary.main_0@3``. A game with one side (every two-player game) has the
+side ``""`` and ids without a prefix, exactly as before sides existed.
 """
 
 from __future__ import annotations
@@ -17,8 +23,14 @@ LEAGUE_EXPLOITER = "league_exploiter"
 ROLE_NAMES: tuple[str, ...] = (MAIN, MAIN_EXPLOITER, LEAGUE_EXPLOITER)
 """Role names, in the order players are created and decisions are taken."""
 
-_PLAYER_RE = re.compile(r"^(main|main_exploiter|league_exploiter)_(0|[1-9][0-9]*)$")
-_SNAPSHOT_RE = re.compile(r"^(?P<player>[a-z_]+_(?:0|[1-9][0-9]*))@(0|[1-9][0-9]*)$")
+_PLAYER_RE = re.compile(
+    r"^(?:(?P<side>[a-z][a-z0-9_]*)\.)?(?P<role>main|main_exploiter|league_exploiter)_"
+    r"(?P<index>0|[1-9][0-9]*)$"
+)
+_SNAPSHOT_RE = re.compile(
+    r"^(?P<player>(?:[a-z][a-z0-9_]*\.)?[a-z_]+_(?:0|[1-9][0-9]*))@(0|[1-9][0-9]*)$"
+)
+_SIDE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 REFERENCE_PREFIX = "ref:"
 # A game's opponent name ("minimax") or an import path ("my_bots.c4:Greedy").
 _REFERENCE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?::[A-Za-z_][A-Za-z0-9_.]*)?$")
@@ -32,11 +44,13 @@ class ModuleId:
     role: str
     index: int
     version: int | None = None
+    side: str = ""
+    """The player's side ("" in a game with one side)."""
 
     @property
     def player(self) -> str:
         """The trainable player this module is (or was copied from)."""
-        return player_id(self.role, self.index)
+        return player_id(self.role, self.index, self.side)
 
     @property
     def is_snapshot(self) -> bool:
@@ -48,13 +62,25 @@ class ModuleId:
         return snapshot_id(self.player, self.version)
 
 
-def player_id(role: str, index: int) -> str:
-    """Id of trainable player ``index`` of ``role``, e.g. ``main_0``."""
+def player_id(role: str, index: int, side: str = "") -> str:
+    """Id of trainable player ``index`` of ``role`` on ``side``, e.g. ``main_0``
+    (one side) or ``adversary.main_0``."""
     if role not in ROLE_NAMES:
         raise ValueError(f"role must be one of {ROLE_NAMES}, got {role!r}")
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise ValueError(f"index must be an int >= 0, got {index!r}")
-    return f"{role}_{index}"
+    if side and not (isinstance(side, str) and _SIDE_RE.match(side)):
+        raise ValueError(f"side must be lowercase letters, digits and _, got {side!r}")
+    return f"{side}.{role}_{index}" if side else f"{role}_{index}"
+
+
+def side_of(module_id: str) -> str:
+    """The side of a player or snapshot id ("" without one); "" for anything else
+    (reference opponents belong to no side)."""
+    try:
+        return parse_module_id(module_id).side
+    except ValueError:
+        return ""
 
 
 def snapshot_id(player: str, version: int) -> str:
@@ -78,14 +104,14 @@ def parse_module_id(module_id: str) -> ModuleId:
     snap = _SNAPSHOT_RE.match(module_id)
     if snap is not None:
         base = parse_module_id(snap.group("player"))
-        return ModuleId(base.role, base.index, int(snap.group(2)))
+        return ModuleId(base.role, base.index, int(snap.group(2)), base.side)
     m = _PLAYER_RE.match(module_id)
     if m is None:
         raise ValueError(
             f"not a league module id: {module_id!r} "
-            "(expected '<role>_<n>' or '<role>_<n>@<version>')"
+            "(expected '[<side>.]<role>_<n>' or '[<side>.]<role>_<n>@<version>')"
         )
-    return ModuleId(m.group(1), int(m.group(2)))
+    return ModuleId(m.group("role"), int(m.group("index")), side=m.group("side") or "")
 
 
 def is_snapshot_id(module_id: str) -> bool:

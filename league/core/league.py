@@ -28,10 +28,12 @@ import numpy as np
 from league.core.config import LeagueConfig
 from league.core.ids import is_player_id, is_snapshot_id, parse_module_id, snapshot_id
 from league.core.match import MatchRecord
-from league.core.model import Decision, LeagueView, Player, Reset, Snapshot
+from league.core.meta import check_solver
+from league.core.model import TWO_PLAYER_LAYOUT, Decision, LeagueView, Player, Reset, Snapshot
 from league.core.payoff import PayoffTable
-from league.core.ratings import EloRatings
+from league.core.ratings import ELO, EloRatings, Ratings, SkillRatings, rating_kind
 from league.core.roles import Role, make_role
+from league.core.seats import SeatLayout
 
 STATE_FORMAT = 1
 RECORDED_EPISODES_KEPT = 100_000
@@ -44,10 +46,13 @@ class League:
     the same state and seed makes the same decisions.
     """
 
-    def __init__(self, cfg: LeagueConfig | None = None) -> None:
+    def __init__(self, cfg: LeagueConfig | None = None, layout: SeatLayout | None = None) -> None:
         self.cfg = cfg if cfg is not None else LeagueConfig()
+        self.layout = layout if layout is not None else TWO_PLAYER_LAYOUT
+        check_league_fits_layout(self.cfg, self.layout)
+        self.rating_kind = rating_kind(self.cfg.ratings, self.layout.two_player)
         self.payoff = PayoffTable(self.cfg.payoff_decay, self.cfg.payoff_min_games)
-        self.ratings = EloRatings(self.cfg.elo_k, self.cfg.elo_initial, self.cfg.elo_scale)
+        self.ratings: Ratings = self._new_ratings()
         self._players: dict[str, Player] = {}
         self._snapshots: dict[str, Snapshot] = {}
         # Recently recorded episodes, so one given twice counts once (bounded: the
@@ -55,14 +60,18 @@ class League:
         self._recorded: OrderedDict[str, None] = OrderedDict()
         self._add_missing_players()
 
+    def _new_ratings(self) -> Ratings:
+        if self.rating_kind == ELO:
+            return EloRatings(self.cfg.elo_k, self.cfg.elo_initial, self.cfg.elo_scale)
+        return SkillRatings()
+
     def _add_missing_players(self) -> None:
-        for pid in self.cfg.player_ids():
+        for pid in self.cfg.player_ids(None, self.layout.sides):
             if pid not in self._players:
                 self._players[pid] = Player(pid, parse_module_id(pid).role)
-                self.ratings.set(pid, self.cfg.elo_initial)
+                self.ratings.reset(pid)
         for rid in self.references:
-            if rid not in self.ratings.as_dict():
-                self.ratings.set(rid, self.cfg.elo_initial)
+            self.ratings.add(rid)
 
     # ---- read access -------------------------------------------------------
 
@@ -101,7 +110,13 @@ class League:
                 raise ValueError(f"active set names unknown snapshots: {unknown}")
             snaps = {s: v for s, v in self._snapshots.items() if s in wanted}
         return LeagueView(
-            self.cfg, self.players, snaps, self.payoff, self.ratings.as_dict(), self.references
+            self.cfg,
+            self.players,
+            snaps,
+            self.payoff,
+            self.ratings.as_dict(),
+            self.references,
+            self.layout,
         )
 
     def latest_snapshots(self, role: str | None = None) -> dict[str, str]:
@@ -211,10 +226,7 @@ class League:
             raise KeyError(f"unknown reset source {source!r}")
         p = self._players[player]
         self.payoff.remove(player)
-        if source is None:
-            self.ratings.set(player, self.cfg.elo_initial)
-        else:
-            self.ratings.set(player, self.ratings.rating(source))
+        self.ratings.reset(player, source)
         self._players[player] = dataclasses.replace(p, parent=source, resets=p.resets + 1)
 
     def retire(self, snapshot_ids: Iterable[str]) -> None:
@@ -281,7 +293,7 @@ class League:
                 snapshots[snap.id] = snap
             payoff = PayoffTable(self.cfg.payoff_decay, self.cfg.payoff_min_games)
             payoff.set_state(state["payoff"])
-            ratings = EloRatings(self.cfg.elo_k, self.cfg.elo_initial, self.cfg.elo_scale)
+            ratings = self._new_ratings()
             ratings.set_state(state["ratings"])
         except (TypeError, KeyError, AttributeError) as err:
             raise ValueError(f"malformed league state: {err!r}") from err
@@ -291,7 +303,20 @@ class League:
         self._sync_snapshot_ratings()
 
     @classmethod
-    def from_state(cls, cfg: LeagueConfig, state: Mapping[str, Any]) -> League:
-        league = cls(cfg)
+    def from_state(
+        cls, cfg: LeagueConfig, state: Mapping[str, Any], layout: SeatLayout | None = None
+    ) -> League:
+        league = cls(cfg, layout)
         league.set_state(state)
         return league
+
+
+def check_league_fits_layout(cfg: LeagueConfig, layout: SeatLayout) -> None:
+    """League settings a game's seats rule out, refused with the reason."""
+    if cfg.opponent_sampling in ("nash", "alpharank"):
+        check_solver(cfg.opponent_sampling, len(layout.teams), len(layout.sides))
+    if layout.multi_side and (cfg.reference_opponents or cfg.teacher):
+        raise ValueError(
+            f"reference opponents and teachers play one side's seats; this game has "
+            f"{len(layout.sides)} sides ({', '.join(layout.sides)})"
+        )

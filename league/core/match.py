@@ -2,8 +2,16 @@
 
 A ``MatchRecord`` is what crosses from env runners to the coordinator and into
 the store's match log, so it is immutable, validated on construction and
-JSON-able. Payoff and ratings consume it through ``pairwise_scores`` so they
-agree on what a draw is (half a win, never a loss) and on n-player games.
+JSON-able. Payoff and ratings consume it through ``pairwise_scores`` and
+``team_standings`` so they agree on what a draw is (half a win, never a loss)
+and on games with more than two seats or with teams.
+
+Outcomes are **rankings**: every seat carries its team and the team's rank (0 is
+best; equal ranks are a tie), made from the teams' returns (`team_ranks`). The
+per-seat ``outcomes`` (win, draw, loss) follow from the ranks: a win for a team
+alone at the top, a draw for one tied at the top, a loss for every other. Records
+written before teams existed read as "every seat its own team" with ranks from
+their outcomes.
 """
 
 from __future__ import annotations
@@ -33,6 +41,10 @@ class MatchRecord:
     iteration: int
     returns: Mapping[str, float] = field(default_factory=dict, hash=False)
     """Each seat's return (chips in poker); empty in records made before returns."""
+    teams: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Each seat's team (default: every seat its own team, named as the seat)."""
+    ranks: Mapping[str, int] = field(default_factory=dict, hash=False)
+    """Each seat's team rank, 0 best, ties equal (default: from ``outcomes``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.episode_id, str) or not self.episode_id:
@@ -62,12 +74,71 @@ class MatchRecord:
         for seat, value in returns.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
                 raise ValueError(f"returns[{seat!r}] must be a number, got {value!r}")
+        teams = dict(sorted(dict(self.teams).items())) or {seat: seat for seat in modules}
+        if set(teams) != set(modules):
+            raise ValueError(f"teams must name the seats {sorted(modules)}: {sorted(teams)}")
+        if len(set(teams.values())) < 2 or not all(
+            isinstance(t, str) and t for t in teams.values()
+        ):
+            raise ValueError(f"teams must name at least two non-empty teams: {teams}")
+        ranks = dict(sorted(dict(self.ranks).items())) or ranks_from_outcomes(outcomes)
+        if set(ranks) != set(modules):
+            raise ValueError(f"ranks must name the seats {sorted(modules)}: {sorted(ranks)}")
+        for seat, rank in ranks.items():
+            if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+                raise ValueError(f"ranks[{seat!r}] must be an int >= 0, got {rank!r}")
+        for seat, team in teams.items():
+            mate = next(s for s, t in teams.items() if t == team)
+            if modules[seat] != modules[mate] or ranks[seat] != ranks[mate]:
+                raise ValueError(
+                    f"seats {mate!r} and {seat!r} of team {team!r} must share module and rank"
+                )
+        if outcomes != outcomes_from_ranks(ranks, teams):
+            raise ValueError(f"outcomes {outcomes} do not follow from ranks {ranks}")
         object.__setattr__(self, "modules", modules)
         object.__setattr__(self, "outcomes", outcomes)
         object.__setattr__(self, "returns", {k: float(v) for k, v in returns.items()})
+        object.__setattr__(self, "teams", teams)
+        object.__setattr__(self, "ranks", ranks)
+
+    @classmethod
+    def from_returns(
+        cls,
+        episode_id: str,
+        modules: Mapping[str, str],
+        returns: Mapping[str, float],
+        length: int,
+        iteration: int,
+        teams: Mapping[str, str] | None = None,
+    ) -> MatchRecord:
+        """The record of an episode from its seats' returns: teams ranked by team
+        return (`team_ranks`), outcomes from the ranks."""
+        teams = dict(teams or {seat: seat for seat in modules})
+        ranks = team_ranks(returns, teams)
+        return cls(
+            episode_id,
+            modules,
+            outcomes_from_ranks(ranks, teams),
+            length,
+            iteration,
+            returns=returns,
+            teams=teams,
+            ranks=ranks,
+        )
+
+    def team_modules(self) -> dict[str, str]:
+        """Team -> the module that played it."""
+        return {team: self.modules[seat] for seat, team in self.teams.items()}
+
+    def team_ranks(self) -> dict[str, int]:
+        """Team -> its rank (0 best)."""
+        return {team: self.ranks[seat] for seat, team in self.teams.items()}
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """JSON-able form; teams and ranks only where they say more than the
+        defaults (every seat alone, ranks from outcomes), so a two-player record
+        keeps its old, smaller shape."""
+        data: dict[str, Any] = {
             "episode_id": self.episode_id,
             "modules": dict(self.modules),
             "outcomes": dict(self.outcomes),
@@ -75,6 +146,11 @@ class MatchRecord:
             "iteration": self.iteration,
             "returns": dict(self.returns),
         }
+        if any(seat != team for seat, team in self.teams.items()):
+            data["teams"] = dict(self.teams)
+        if self.ranks != ranks_from_outcomes(self.outcomes):
+            data["ranks"] = dict(self.ranks)
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MatchRecord:
@@ -85,27 +161,79 @@ class MatchRecord:
             length=data["length"],
             iteration=data["iteration"],
             returns=data.get("returns", {}),
+            teams=data.get("teams", {}),
+            ranks=data.get("ranks", {}),
         )
 
 
 def pairwise_scores(record: MatchRecord) -> list[tuple[str, str, float]]:
-    """``(a, b, score of a vs b)`` for every pair of seats, in seat order.
+    """``(a, b, score of a vs b)`` for every pair of teams, in team order.
 
-    Two-player games give one triple. For n players every pair counts, scored
-    by outcome rank (win > draw > loss, equal ranks are a draw). Pairs where
-    the same module sits on both sides are skipped: a module against itself
-    says nothing about its strength.
+    Two-player games give one triple. With more teams every pair counts, scored
+    by rank (a better rank wins, equal ranks draw). Pairs where the same module
+    plays both teams are skipped: a module against itself says nothing about its
+    strength.
     """
-    seats = list(record.modules)
+    modules, ranks = record.team_modules(), record.team_ranks()
+    teams = list(modules)
     out: list[tuple[str, str, float]] = []
-    for i, si in enumerate(seats):
-        for sj in seats[i + 1 :]:
-            a, b = record.modules[si], record.modules[sj]
+    for i, ti in enumerate(teams):
+        for tj in teams[i + 1 :]:
+            a, b = modules[ti], modules[tj]
             if a == b:
                 continue
-            ra, rb = _RANK[record.outcomes[si]], _RANK[record.outcomes[sj]]
-            out.append((a, b, 1.0 if ra > rb else 0.5 if ra == rb else 0.0))
+            ra, rb = ranks[ti], ranks[tj]
+            out.append((a, b, 1.0 if ra < rb else 0.5 if ra == rb else 0.0))
     return out
+
+
+def team_standings(record: MatchRecord) -> list[tuple[str, float]]:
+    """``(module, rank)`` per distinct module of the match, for ratings over rankings.
+
+    A module that played several teams (self-play) stands once, at the mean of
+    their ranks; a match with one distinct module has no standings.
+    """
+    modules, ranks = record.team_modules(), record.team_ranks()
+    by_module: dict[str, list[int]] = {}
+    for team, module in modules.items():
+        by_module.setdefault(module, []).append(ranks[team])
+    if len(by_module) < 2:
+        return []
+    return [(m, sum(r) / len(r)) for m, r in by_module.items()]
+
+
+def team_ranks(
+    returns: Mapping[str, float], teams: Mapping[str, str] | None = None
+) -> dict[str, int]:
+    """Per seat: its team's rank by team return (the sum of its seats' returns),
+    0 for the best; teams with equal returns share a rank (competition ranking:
+    1, 2, 2, 4 -> ranks 0, 1, 1, 3)."""
+    teams = teams or {seat: seat for seat in returns}
+    totals: dict[str, float] = {}
+    for seat, value in returns.items():
+        totals[teams[seat]] = totals.get(teams[seat], 0.0) + float(value)
+    rank = {
+        team: sum(1 for other in totals.values() if other > total) for team, total in totals.items()
+    }
+    return {seat: rank[teams[seat]] for seat in returns}
+
+
+def outcomes_from_ranks(
+    ranks: Mapping[str, int], teams: Mapping[str, str] | None = None
+) -> dict[str, Outcome]:
+    """Per seat: win if its team alone has the best rank, draw if tied there, else loss."""
+    teams = teams or {seat: seat for seat in ranks}
+    best = min(ranks.values())
+    at_best = len({teams[seat] for seat, rank in ranks.items() if rank == best})
+    return {
+        seat: "loss" if rank != best else "win" if at_best == 1 else "draw"
+        for seat, rank in ranks.items()
+    }
+
+
+def ranks_from_outcomes(outcomes: Mapping[str, Outcome]) -> dict[str, int]:
+    """Ranks of a record made before ranks: winners and drawers 0, losers 1."""
+    return {seat: 0 if outcome in ("win", "draw") else 1 for seat, outcome in outcomes.items()}
 
 
 def outcomes_from_returns(returns: Mapping[str, float]) -> dict[str, Outcome]:

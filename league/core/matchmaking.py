@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from league.core.ids import is_frozen_id, is_player_id, is_reference_id
+from league.core.ids import is_frozen_id, is_player_id, is_reference_id, side_of
 from league.core.league import League
 from league.core.roles import Branch, mix
 from league.core.sampling import sample_index
+from league.core.seats import SeatLayout
 
 
 def _check_distribution(name: str, probs: Sequence[float]) -> None:
@@ -41,6 +42,12 @@ def _check_distribution(name: str, probs: Sequence[float]) -> None:
 class MatchmakingPlan:
     """Per episode: which trainable player learns, and against whom.
 
+    ``opponents[i]`` / ``opponent_probs[i]`` are learner ``i``'s opponent mix on
+    its first opponent side (its own side in a symmetric game); with sides (``layout.sides``) ``side_opponents[i][k]`` and
+    ``side_opponent_probs[i][k]`` give its mix on side ``k`` (empty where it never
+    meets that side). A plan built without a layout fills the seats it is given,
+    every seat its own team.
+
     Invariant (checked on construction): every module named is a trainable
     player or a member of ``active_set``.
     """
@@ -51,6 +58,9 @@ class MatchmakingPlan:
     opponent_probs: tuple[tuple[float, ...], ...]
     active_set: tuple[str, ...] = ()
     iteration: int = 0
+    layout: SeatLayout | None = None
+    side_opponents: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    side_opponent_probs: tuple[tuple[tuple[float, ...], ...], ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.learners) != len(self.learner_probs):
@@ -76,50 +86,101 @@ class MatchmakingPlan:
         for learner, ids, probs in zip(
             self.learners, self.opponents, self.opponent_probs, strict=True
         ):
-            if len(ids) != len(probs):
-                raise ValueError(f"{learner}: opponents and probs differ in length")
-            _check_distribution(f"opponent_probs[{learner}]", probs)
-            outside = sorted(set(ids) - allowed)
-            if outside:
-                raise ValueError(f"{learner}: opponents outside trainable+active set: {outside}")
+            _check_mix(learner, ids, probs, allowed)
+        if self.layout is not None and self.layout.multi_side:
+            sides = len(self.layout.sides)
+            if len(self.side_opponents) != len(self.learners) or any(
+                len(row) != sides for row in self.side_opponents
+            ):
+                raise ValueError("side_opponents needs one row per learner, one mix per side")
+            for learner, row, prob_row in zip(
+                self.learners, self.side_opponents, self.side_opponent_probs, strict=True
+            ):
+                wanted = set(self.layout.opponent_sides(side_of(learner)))
+                for side, ids, probs in zip(self.layout.sides, row, prob_row, strict=True):
+                    if side in wanted:
+                        _check_mix(f"{learner} on side {side!r}", ids, probs, allowed)
+                        wrong = [m for m in ids if side_of(m) != side and not is_reference_id(m)]
+                        if wrong:
+                            raise ValueError(f"{learner}: {wrong} do not play side {side!r}")
 
     def module_ids(self) -> frozenset[str]:
         """Every module an env runner must hold to follow this plan."""
         return frozenset(self.learners) | frozenset(self.active_set)
 
-    def opponent_distribution(self, learner: str) -> dict[str, float]:
+    def _mix(self, learner: str, side: str | None) -> tuple[tuple[str, ...], tuple[float, ...]]:
         i = self.learners.index(learner)
-        return dict(zip(self.opponents[i], self.opponent_probs[i], strict=True))
+        if side is None or self.layout is None or not self.layout.multi_side:
+            return self.opponents[i], self.opponent_probs[i]
+        k = self.layout.sides.index(side)
+        return self.side_opponents[i][k], self.side_opponent_probs[i][k]
+
+    def opponent_distribution(self, learner: str, side: str | None = None) -> dict[str, float]:
+        ids, probs = self._mix(learner, side)
+        return dict(zip(ids, probs, strict=True))
 
     def sample_learner(self, rng: np.random.Generator) -> str:
         return self.learners[sample_index(self.learner_probs, rng)]
 
-    def sample_opponent(self, learner: str, rng: np.random.Generator) -> str:
-        i = self.learners.index(learner)
-        return self.opponents[i][sample_index(self.opponent_probs[i], rng)]
+    def sample_opponent(
+        self, learner: str, rng: np.random.Generator, side: str | None = None
+    ) -> str:
+        ids, probs = self._mix(learner, side)
+        return ids[sample_index(probs, rng)]
 
-    def assign_seats(self, seats: Sequence[str], rng: np.random.Generator) -> dict[str, str]:
+    def assign_seats(self, seats: Sequence[str] | None, rng: np.random.Generator) -> dict[str, str]:
         """Seat (agent id) -> module id for one episode.
 
-        The learner takes a uniformly random seat so it learns both sides of
-        games with a first-move advantage; in games with more than two seats
-        each other seat draws its own opponent.
+        The learner takes a uniformly random team of its side (so it learns every
+        seat of games with a first-move advantage) and plays all of its seats; every
+        other team draws its own opponent from the learner's mix on that team's
+        side, and that module plays all of the team's seats. Without a layout,
+        ``seats`` are a symmetric game's seats, each its own team.
         """
-        if len(seats) < 2 or len(set(seats)) != len(seats):
-            raise ValueError(f"need at least two distinct seats, got {list(seats)}")
+        layout = self.layout
+        if seats is not None and (layout is None or tuple(seats) != layout.seats):
+            # A symmetric free-for-all is fixed by its seat count: any names will do.
+            if layout is not None and layout != SeatLayout.free_for_all(layout.seats):
+                raise ValueError(f"seats {list(seats)} are not the plan's {list(layout.seats)}")
+            if len(seats) < 2 or len(set(seats)) != len(seats):
+                raise ValueError(f"need at least two distinct seats, got {list(seats)}")
+            layout = SeatLayout.free_for_all(tuple(seats))
+        if layout is None:
+            raise ValueError("a plan without a layout needs the seats")
         learner = self.sample_learner(rng)
-        learner_seat = int(rng.integers(len(seats)))
-        return {
-            seat: learner if k == learner_seat else self.sample_opponent(learner, rng)
-            for k, seat in enumerate(seats)
-        }
+        own = layout.teams_of_side(side_of(learner))
+        learner_team = own[int(rng.integers(len(own)))]
+        assignment: dict[str, str] = {}
+        for team in layout.teams:
+            if team is learner_team:
+                module = learner
+            else:
+                module = self.sample_opponent(learner, rng, team.side)
+            for seat in team.seats:
+                assignment[seat] = module
+        return {seat: assignment[seat] for seat in layout.seats}
 
 
-def opponent_branches(league: League) -> dict[str, list[Branch]]:
-    """Every player's opponent mix on the full league: computed once per iteration,
-    then used both to choose the active set and to build the plan on it."""
+def _check_mix(name: str, ids: Sequence[str], probs: Sequence[float], allowed: set[str]) -> None:
+    if len(ids) != len(probs):
+        raise ValueError(f"{name}: opponents and probs differ in length")
+    _check_distribution(f"opponent_probs[{name}]", probs)
+    outside = sorted(set(ids) - allowed)
+    if outside:
+        raise ValueError(f"{name}: opponents outside trainable+active set: {outside}")
+
+
+def opponent_branches(league: League) -> dict[tuple[str, str], list[Branch]]:
+    """Every player's opponent mix on every side it meets, on the full league:
+    computed once per iteration, then used both to choose the active set and to
+    build the plan on it."""
     view = league.view()
-    return {pid: league.role(pid).opponent_branches(view) for pid in league.players}
+    out: dict[tuple[str, str], list[Branch]] = {}
+    for pid in league.players:
+        role = league.role(pid)
+        for side in role.opponent_sides(view):
+            out[(pid, side)] = role.opponent_branches(view, side)
+    return out
 
 
 def next_plan(
@@ -141,7 +202,7 @@ def build_plan(
     *,
     iteration: int = 0,
     learner_weights: Mapping[str, float] | None = None,
-    branches: Mapping[str, list[Branch]] | None = None,
+    branches: Mapping[tuple[str, str], list[Branch]] | None = None,
 ) -> MatchmakingPlan:
     """The plan for the current league with ``active_set`` loaded on runners.
 
@@ -164,7 +225,7 @@ def build_plan(
         raise ValueError(f"active set names unknown snapshots: {unknown}")
     branches = branches if branches is not None else opponent_branches(league)
     learners = tuple(league.players)
-    configured = league.cfg.learner_weights()
+    configured = league.cfg.learner_weights(league.layout.sides)
     weights = [configured.get(p, 0.0) for p in learners]
     if learner_weights is not None:
         unknown = sorted(set(learner_weights) - set(learners))
@@ -175,32 +236,40 @@ def build_plan(
             raise ValueError(f"learner_weights must be >= 0 with a positive sum: {weights}")
     total = math.fsum(weights)
     allowed = set(learners) | set(active)
-    opponents: list[tuple[str, ...]] = []
-    probs: list[tuple[float, ...]] = []
-    for pid in learners:
-        dist = mix(branches[pid], allowed)
+    layout = league.layout
+
+    def restricted(pid: str, side: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
+        if (pid, side) not in branches:
+            return (), ()
+        dist = mix(branches[(pid, side)], allowed)
         norm = math.fsum(dist.values())
-        opponents.append(tuple(dist))
-        probs.append(tuple(p / norm for p in dist.values()))
+        return tuple(dist), tuple(p / norm for p in dist.values())
+
+    own = [restricted(pid, layout.opponent_sides(side_of(pid))[0]) for pid in learners]
+    per_side = [[restricted(pid, side) for side in layout.sides] for pid in learners]
+    multi = layout.multi_side
     return MatchmakingPlan(
         learners=learners,
         learner_probs=tuple(w / total for w in weights),
-        opponents=tuple(opponents),
-        opponent_probs=tuple(probs),
+        opponents=tuple(ids for ids, _ in own),
+        opponent_probs=tuple(p for _, p in own),
         active_set=active,
         iteration=int(iteration),
+        layout=layout,
+        side_opponents=tuple(tuple(ids for ids, _ in row) for row in per_side) if multi else (),
+        side_opponent_probs=tuple(tuple(p for _, p in row) for row in per_side) if multi else (),
     )
 
 
 def snapshot_need(
-    league: League, branches: Mapping[str, list[Branch]] | None = None
+    league: League, branches: Mapping[tuple[str, str], list[Branch]] | None = None
 ) -> dict[str, float]:
     """Snapshot -> the highest probability with which any player's role would
     pick it on the full league: how much matchmaking wants it loaded."""
     branches = branches if branches is not None else opponent_branches(league)
     need = dict.fromkeys(league.snapshots, 0.0)
-    for pid in league.players:
-        for opponent, p in mix(branches[pid]).items():
+    for player_branches in branches.values():
+        for opponent, p in mix(player_branches).items():
             if opponent in need:
                 need[opponent] = max(need[opponent], p)
     return need
@@ -211,7 +280,7 @@ def choose_active_set(
     rng: np.random.Generator,
     current: Iterable[str] = (),
     *,
-    branches: Mapping[str, list[Branch]] | None = None,
+    branches: Mapping[tuple[str, str], list[Branch]] | None = None,
 ) -> tuple[str, ...]:
     """The league's reference opponents (always) and at most ``active_set_size``
     snapshots for env runners to hold.

@@ -9,8 +9,13 @@ from functools import cached_property
 import numpy as np
 
 from league.core.config import LeagueConfig
-from league.core.nash import nash_weights
+from league.core.ids import side_of
+from league.core.meta import meta_weights
 from league.core.payoff import PayoffTable
+from league.core.seats import SeatLayout
+
+TWO_PLAYER_LAYOUT = SeatLayout.free_for_all(("player_0", "player_1"))
+"""The layout a league assumes when given none: a symmetric two-player game."""
 
 
 @dataclass(frozen=True)
@@ -76,20 +81,34 @@ class LeagueView:
     ratings: Mapping[str, float]
     references: tuple[str, ...] = ()
     """Reference opponents' ids (``ref:<name>``); always on env runners."""
+    layout: SeatLayout = TWO_PLAYER_LAYOUT
 
-    def player_ids(self, role: str | None = None) -> list[str]:
-        return [p.id for p in self.players.values() if role in (None, p.role)]
+    def player_ids(self, role: str | None = None, side: str | None = None) -> list[str]:
+        """Trainable players, of one role and one side where given."""
+        return [
+            p.id
+            for p in self.players.values()
+            if role in (None, p.role) and side in (None, side_of(p.id))
+        ]
 
     @cached_property
     def nash(self) -> dict[str, float]:
-        """Weights of the Nash mixture of the visible snapshots (computed on first use)."""
-        return nash_weights(self.payoff, list(self.snapshots))
+        """Weights of the league's meta-solver mixture over the visible snapshots, per
+        side (`league.core.meta`: Nash or alpha-rank as `opponent_sampling` says;
+        computed on first use)."""
+        solver = "alpharank" if self.cfg.opponent_sampling == "alpharank" else "nash"
+        sides = {side: self.snapshot_ids(side=side) for side in self.layout.sides}
+        return meta_weights(self.payoff, sides, solver)
 
-    def snapshot_ids(self, role: str | None = None, player: str | None = None) -> list[str]:
+    def snapshot_ids(
+        self, role: str | None = None, player: str | None = None, side: str | None = None
+    ) -> list[str]:
         return [
             s.id
             for s in self.snapshots.values()
-            if role in (None, s.role) and player in (None, s.player)
+            if role in (None, s.role)
+            and player in (None, s.player)
+            and side in (None, side_of(s.player))
         ]
 
     def win_rates(self, player: str, opponents: Iterable[str]) -> np.ndarray:

@@ -20,6 +20,13 @@ without Ray.
   the main's copy).
 - ``LeagueExploiter``: finds weaknesses of the whole league by PFSP over all
   snapshots. Resets sometimes, to diversify without losing all progress.
+
+Sides (`league.core.seats`): a role computes its opponent mix once per *opponent
+side*, the side whose seats the opponent fills. In a symmetric game that is the
+player's own side and everything reads as in a two-player league. With predators
+and prey, the prey main's self-play is against the predator mains, its PFSP over
+predator snapshots, its exploiter games against the predator main exploiters
+(which hunt the prey main), and so on: every rule speaks of "the opponent side".
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import ClassVar
 import numpy as np
 
 from league.core.config import LeagueConfig
-from league.core.ids import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, parse_module_id
+from league.core.ids import LEAGUE_EXPLOITER, MAIN, MAIN_EXPLOITER, parse_module_id, side_of
 from league.core.model import LeagueView, Reset
 from league.core.pfsp import pfsp_weights
 
@@ -76,7 +83,7 @@ def _pfsp(view: LeagueView, player: str, candidates: list[str], weighting: str) 
     """Snapshot weights by PFSP, or by the league's Nash mixture (`opponent_sampling`)."""
     if not candidates:
         return {}
-    if view.cfg.opponent_sampling == "nash":
+    if view.cfg.opponent_sampling in ("nash", "alpharank"):
         return {c: view.nash.get(c, 0.0) for c in candidates}
     weights = pfsp_weights(view.win_rates(player, candidates), weighting, view.cfg.pfsp_p)
     return {c: float(w) for c, w in zip(candidates, weights, strict=True)}
@@ -103,19 +110,29 @@ class Role:
     def __init__(self, player: str, cfg: LeagueConfig) -> None:
         self.player = player
         self.cfg = cfg
+        self.side = side_of(player)
 
-    def opponent_branches(self, view: LeagueView) -> list[Branch]:
-        """The role's opponent mix as branches (see ``Branch``)."""
+    def opponent_sides(self, view: LeagueView) -> tuple[str, ...]:
+        """The sides whose seats this player's opponents fill."""
+        return view.layout.opponent_sides(self.side)
+
+    def opponent_branches(self, view: LeagueView, side: str | None = None) -> list[Branch]:
+        """The role's opponent mix on opponent ``side`` (default: the player's own) as
+        branches (see ``Branch``)."""
         raise NotImplementedError
 
     def opponent_distribution(
-        self, view: LeagueView, allowed: Collection[str] | None = None
+        self, view: LeagueView, allowed: Collection[str] | None = None, side: str | None = None
     ) -> dict[str, float]:
         """Opponent module id -> probability (positive, summing to 1)."""
-        return mix(self.opponent_branches(view), allowed)
+        return mix(self.opponent_branches(view, side), allowed)
 
     def targets(self, view: LeagueView) -> list[str]:
         """The opponents this role is judged against by the snapshot gate."""
+        return [t for side in self.opponent_sides(view) for t in self.side_targets(view, side)]
+
+    def side_targets(self, view: LeagueView, side: str) -> list[str]:
+        """The gate's opponents on one opponent side."""
         raise NotImplementedError
 
     def snapshot_due(self, view: LeagueView) -> bool:
@@ -148,23 +165,26 @@ class Role:
 class MainAgent(Role):
     name = MAIN
 
-    def opponent_branches(self, view: LeagueView) -> list[Branch]:
+    def opponent_branches(self, view: LeagueView, side: str | None = None) -> list[Branch]:
         cfg = self.cfg
-        mains = tuple(view.player_ids(MAIN))
-        main_snapshots = view.snapshot_ids(role=MAIN)
+        side = self.side if side is None else side
+        mains = tuple(view.player_ids(MAIN, side))
+        main_snapshots = view.snapshot_ids(role=MAIN, side=side)
         rates = view.win_rates(self.player, main_snapshots)
         forgotten = [
             s for s, x in zip(main_snapshots, rates, strict=True) if x < cfg.main_forgotten_win_rate
         ]
-        forgotten += view.snapshot_ids(role=MAIN_EXPLOITER)
-        everyone = view.snapshot_ids()
+        forgotten += view.snapshot_ids(role=MAIN_EXPLOITER, side=side)
+        everyone = view.snapshot_ids(side=side)
         weighting = cfg.pfsp_weighting
         return [
             Branch(cfg.main_self_play_prob, dict.fromkeys(mains, 1.0), mains),
             Branch(cfg.main_pfsp_prob, _pfsp(view, self.player, everyone, weighting), mains),
             Branch(cfg.main_forgotten_prob, _pfsp(view, self.player, forgotten, weighting), mains),
             Branch(
-                cfg.main_exploiter_prob, dict.fromkeys(view.player_ids(MAIN_EXPLOITER), 1.0), mains
+                cfg.main_exploiter_prob,
+                dict.fromkeys(view.player_ids(MAIN_EXPLOITER, side), 1.0),
+                mains,
             ),
             Branch(
                 cfg.main_reference_prob,
@@ -173,16 +193,16 @@ class MainAgent(Role):
             ),
         ]
 
-    def targets(self, view: LeagueView) -> list[str]:
-        return view.snapshot_ids()
+    def side_targets(self, view: LeagueView, side: str) -> list[str]:
+        return view.snapshot_ids(side=side)
 
 
 class MainExploiter(Role):
     name = MAIN_EXPLOITER
 
-    def opponent_branches(self, view: LeagueView) -> list[Branch]:
+    def opponent_branches(self, view: LeagueView, side: str | None = None) -> list[Branch]:
         cfg = self.cfg
-        mains = view.player_ids(MAIN)
+        mains = view.player_ids(MAIN, self.side if side is None else side)
         branches = []
         for main in mains:
             share = 1.0 / len(mains)
@@ -194,8 +214,8 @@ class MainExploiter(Role):
             branches.append(Branch(share * q, weights, (main,)))
         return branches
 
-    def targets(self, view: LeagueView) -> list[str]:
-        return view.player_ids(MAIN)
+    def side_targets(self, view: LeagueView, side: str) -> list[str]:
+        return view.player_ids(MAIN, side)
 
     def adopters(self, view: LeagueView) -> tuple[str, ...]:
         """The mains that restart from this exploiter's weights as it snapshots: those
@@ -204,9 +224,10 @@ class MainExploiter(Role):
         threshold = cfg.main_adopts_exploiter_win_rate
         if threshold is None:
             return ()
+        # Only a main of its own side can take its weights (the same spaces).
         return tuple(
             main
-            for main in view.player_ids(MAIN)
+            for main in view.player_ids(MAIN, self.side)
             if surely_beats(view, self.player, main, threshold)
         )
 
@@ -214,19 +235,20 @@ class MainExploiter(Role):
         """Always: each lineage is a fresh search for a new exploit."""
         if self.cfg.main_exploiter_reset_to == "initial":
             return Reset(self.player, None)
-        best = max(view.player_ids(MAIN), key=lambda m: (view.ratings.get(m, 0.0), m))
+        best = max(view.player_ids(MAIN, self.side), key=lambda m: (view.ratings.get(m, 0.0), m))
         return Reset(self.player, best)
 
 
 class LeagueExploiter(Role):
     name = LEAGUE_EXPLOITER
 
-    def opponent_branches(self, view: LeagueView) -> list[Branch]:
-        weights = _pfsp(view, self.player, view.snapshot_ids(), self.cfg.pfsp_weighting)
-        return [Branch(1.0, weights, tuple(view.player_ids(MAIN)))]
+    def opponent_branches(self, view: LeagueView, side: str | None = None) -> list[Branch]:
+        side = self.side if side is None else side
+        weights = _pfsp(view, self.player, view.snapshot_ids(side=side), self.cfg.pfsp_weighting)
+        return [Branch(1.0, weights, tuple(view.player_ids(MAIN, side)))]
 
-    def targets(self, view: LeagueView) -> list[str]:
-        return view.snapshot_ids()
+    def side_targets(self, view: LeagueView, side: str) -> list[str]:
+        return view.snapshot_ids(side=side)
 
     def reset_after_snapshot(self, view: LeagueView, rng: np.random.Generator) -> Reset | None:
         """Sometimes: resets diversify the league, keeping some lineages long."""
