@@ -35,7 +35,7 @@ class OpenSpielGameError(ValueError):
 
 
 def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
-    """`pyspiel.load_game` for a two-player, turn-based game, with one-line errors.
+    """`pyspiel.load_game` for a turn-based game of two or more players, with one-line errors.
 
     `name` may carry parameters in OpenSpiel's own syntax: `leduc_poker(players=2)`.
     """
@@ -50,10 +50,10 @@ def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
             f"(pyspiel.registered_names() lists the games)"
         ) from None
     kind = game.get_type()
-    if game.num_players() != 2:
+    if game.num_players() < 2:
         raise OpenSpielGameError(
-            f"OpenSpiel game {name!r} has {game.num_players()} players; the league trains "
-            f"two-player games"
+            f"OpenSpiel game {name!r} has {game.num_players()} player(s); a league needs two "
+            f"or more"
         )
     if kind.dynamics != pyspiel.GameType.Dynamics.SEQUENTIAL:
         raise OpenSpielGameError(

@@ -5,8 +5,17 @@ A game reference is one of
 - a registry name (`tictactoe`, `leduc_poker`, ...: `REGISTRY_NAMES`);
 - `package.module:callable`: any importable function or class returning a
   PettingZoo AEC (turn-based) or Parallel (simultaneous-move) env;
-- `openspiel:GAME` or `openspiel:GAME(param=value,...)`: a two-player, turn-based
-  OpenSpiel game through shimmy (chance nodes included).
+- `openspiel:GAME` or `openspiel:GAME(param=value,...)`: a turn-based OpenSpiel
+  game of two or more players through shimmy (chance nodes included).
+
+A registry game reached by another reference (`openspiel:kuhn_poker(players=3)`
+for `kuhn_poker_3p`, `pettingzoo.classic.tictactoe_v3:env` for `tictactoe`) is
+the same game: `canonical_game` names it by its registry name, so it gets the
+registry's defaults and teams.
+
+Seats, teams and sides (`league.core.seats`): `game_layout(game_id, teams)` groups a
+game's seats into sides by their spaces and into teams by `teams` (or the
+registry's default teams for the game; else every seat alone).
 Keyword arguments for the callable (or OpenSpiel parameters) travel with the
 reference in a *game id*, `make_game_id(reference, kwargs)`: the reference, then
 the kwargs as compact JSON. The run config, snapshot metadata and every tool
@@ -34,8 +43,9 @@ from pettingzoo.utils.env import AECEnv, ParallelEnv
 
 from envs.openspiel import PREFIX as OPENSPIEL_PREFIX
 from envs.openspiel import OpenSpielGameError, make_openspiel_env
-from envs.spaces import GameSpaceError
+from envs.spaces import GameSpaceError, space_key
 from envs.wrappers import LeagueObservations, ParallelLeagueObservations
+from league.core.seats import SeatLayout, SeatLayoutError
 
 
 class UnknownGameError(ValueError):
@@ -56,6 +66,12 @@ class Game:
     openspiel: str | None = None
     """The OpenSpiel game string (`kuhn_poker`, `leduc_poker(players=2)`) when the
     game comes from OpenSpiel: its exact exploitability can then be computed."""
+    seats: tuple[str, ...] = ()
+    """The game's agent names (PettingZoo's `possible_agents`)."""
+    space_keys: Mapping[str, str] = field(default_factory=dict)
+    """Per seat, a key equal for seats with equal spaces (their side)."""
+    teams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The game's own teams (team -> seats or fnmatch patterns); empty: every seat alone."""
 
 
 @dataclass(frozen=True)
@@ -66,10 +82,13 @@ class _Entry:
     description: str
     train_defaults: Mapping[str, Any] = field(default_factory=dict)
     openspiel: str | None = None
+    teams: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    """Other game ids (import path plus kwargs) that name this same game."""
 
 
-def _openspiel(name: str) -> Callable[..., Any]:
-    return functools.partial(make_openspiel_env, name)
+def _openspiel(name: str, **params: Any) -> Callable[..., Any]:
+    return functools.partial(make_openspiel_env, name, **params)
 
 
 def _leduc_holdem(**kwargs: Any) -> Any:
@@ -86,6 +105,22 @@ def _texas_holdem(**kwargs: Any) -> Any:
 
 def _go9(**kwargs: Any) -> Any:
     return go_v5.env(**{"board_size": 9, **kwargs})
+
+
+def _simple_tag(**kwargs: Any) -> Any:
+    from mpe2 import simple_tag_v3  # the mpe2 package: imported on use
+
+    return simple_tag_v3.parallel_env(**kwargs)
+
+
+# Battle on a small map: 6 against 6 on 16x16, at most 150 steps a game.
+_BATTLE_KWARGS: dict[str, Any] = {"map_size": 16, "max_cycles": 150}
+
+
+def _battle(**kwargs: Any) -> Any:
+    from magent2.environments import battle_v4  # the magent2 package: imported on use
+
+    return battle_v4.parallel_env(**{**_BATTLE_KWARGS, **kwargs})
 
 
 # Settings screened on kuhn_poker (3 minutes, OpenSpiel exploitability of main_0):
@@ -179,6 +214,7 @@ _REGISTRY: dict[str, _Entry] = {
     "tictactoe": _Entry(
         tictactoe_v3.env,
         "tictactoe_v3: 3x3, two players",
+        aliases=("pettingzoo.classic.tictactoe_v3:env",),
         # Random openings and a higher entropy bonus keep self-play off a single
         # deterministic line (plain self-play left the second seat exploitable).
         train_defaults={
@@ -226,6 +262,7 @@ _REGISTRY: dict[str, _Entry] = {
     "connect_four": _Entry(
         connect_four_v3.env,
         "connect_four_v3: 6x7",
+        aliases=("pettingzoo.classic.connect_four_v3:env",),
         train_defaults={
             # One conv layer of 16 4x4 filters (a connect-four line fits one) and a
             # 128-128 head: with the defaults below, head to head against self-play
@@ -259,6 +296,7 @@ _REGISTRY: dict[str, _Entry] = {
     "rps": _Entry(
         rps_v2.parallel_env,
         "rps_v2: 15 simultaneous rounds",
+        aliases=("pettingzoo.classic.rps_v2:parallel_env",),
         # Strategies cycle: a strong entropy bonus (a uniform magnet, as in magnetic
         # mirror descent) damps the cycle, and games against the live main
         # exploiter push the main down its exploitability (3-minute screening:
@@ -296,6 +334,44 @@ _REGISTRY: dict[str, _Entry] = {
         "OpenSpiel leduc_poker through shimmy: exact exploitability",
         train_defaults=_LEDUC_DEFAULTS,
         openspiel="leduc_poker",
+    ),
+    # More than two seats.
+    "kuhn_poker_3p": _Entry(
+        _openspiel("kuhn_poker", players=3),
+        "OpenSpiel kuhn_poker for 3 players: free-for-all, exact NashConv",
+        train_defaults=_POKER_DEFAULTS,
+        openspiel="kuhn_poker(players=3)",
+    ),
+    "leduc_poker_3p": _Entry(
+        _openspiel("leduc_poker", players=3),
+        "OpenSpiel leduc_poker for 3 players: free-for-all, exact NashConv",
+        train_defaults=_POKER_DEFAULTS,
+        openspiel="leduc_poker(players=3)",
+    ),
+    "texas_holdem_4p": _Entry(
+        functools.partial(_texas_holdem, num_players=4),
+        "texas_holdem_v4 for 4 players: limit hold'em free-for-all (PettingZoo, rlcard)",
+        train_defaults=_POKER_DEFAULTS,
+        aliases=('pettingzoo.classic.texas_holdem_v4:env{"num_players":4}',),
+    ),
+    "tiny_bridge_4p": _Entry(
+        _openspiel("tiny_bridge_4p"),
+        "OpenSpiel tiny_bridge_4p: two partnerships (0 and 2 against 1 and 3), exact NashConv",
+        train_defaults=_POKER_DEFAULTS,
+        openspiel="tiny_bridge_4p",
+        teams={"north_south": ("player_0", "player_2"), "east_west": ("player_1", "player_3")},
+    ),
+    "simple_tag": _Entry(
+        _simple_tag,
+        "mpe2 simple_tag: 3 predators (one team) chase 1 prey; two sides, simultaneous moves",
+        teams={"predators": ("adversary_*",), "prey": ("agent_*",)},
+        aliases=("mpe2.simple_tag_v3:parallel_env",),
+    ),
+    "battle": _Entry(
+        _battle,
+        "magent2 battle on a 16x16 map: 6 red against 6 blue, simultaneous moves",
+        teams={"red": ("red_*",), "blue": ("blue_*",)},
+        aliases=('magent2.environments.battle_v4:parallel_env{"map_size":16,"max_cycles":150}',),
     ),
 }
 
@@ -427,6 +503,8 @@ def _resolve(game_id: str) -> Game:
         env, kind = _wrap(make_raw(), game_id)
     except (OpenSpielGameError, GameSpaceError) as err:
         raise UnknownGameError(str(err)) from None
+    seats = tuple(env.possible_agents)
+    space_keys = {seat: space_key(env.adapters[seat]) for seat in seats}
     env.close()
 
     def make() -> Any:
@@ -440,6 +518,9 @@ def _resolve(game_id: str) -> Game:
         train_defaults=entry.train_defaults if entry else {},
         openspiel=(entry.openspiel if entry else None)
         and _openspiel_string(entry.openspiel, kwargs),
+        seats=seats,
+        space_keys=space_keys,
+        teams=dict(entry.teams) if entry else {},
     )
 
 
@@ -462,11 +543,66 @@ def registry_defaults(game_id: str) -> Mapping[str, Any]:
     return entry.train_defaults if entry else {}
 
 
+def game_layout(game_id: str, teams: Mapping[str, Any] | None = None) -> SeatLayout:
+    """The game's seats as teams and sides: `teams` (team -> seats or patterns) or
+    else the game's own teams; UnknownGameError naming what is wrong with them."""
+    game = get_game(game_id)
+    try:
+        return SeatLayout.from_game(game.seats, game.space_keys, teams or game.teams)
+    except SeatLayoutError as err:
+        raise UnknownGameError(f"game {game_id!r}: {err}") from None
+
+
 @functools.lru_cache(maxsize=64)
-def game_spaces(game_id: str) -> tuple[gym.Space, gym.Space]:
-    """(observation space, action space) of one seat; all seats share them."""
+def game_spaces(game_id: str, side: str = "") -> tuple[gym.Space, gym.Space]:
+    """(observation space, action space) of the seats of one side (the only side,
+    "", in a game whose seats share their spaces)."""
+    layout = game_layout(game_id)
+    if side not in layout.sides:
+        raise UnknownGameError(
+            f"game {game_id!r} has no side {side!r} (sides: {', '.join(layout.sides)})"
+        )
     env = get_game(game_id).make()
-    agent = env.possible_agents[0]
+    agent = layout.seats_of_side(side)[0]
     spaces = env.observation_space(agent), env.action_space(agent)
     env.close()
     return spaces
+
+
+def canonical_game(reference: str, kwargs: Mapping[str, Any] | None = None) -> tuple[str, dict]:
+    """(reference, kwargs) of a game under its registry name when it is a registry
+    game reached another way (an `openspiel:` string or an import path), else as given."""
+    kwargs = dict(kwargs or {})
+    if reference in _REGISTRY:
+        return reference, kwargs
+    game_id = make_game_id(reference, kwargs)
+    for name, entry in _REGISTRY.items():
+        if game_id in entry.aliases:
+            return name, {}
+    if reference.startswith(OPENSPIEL_PREFIX):
+        canonical = _openspiel_canonical(reference[len(OPENSPIEL_PREFIX) :], kwargs)
+        if canonical is not None:
+            for name, entry in _REGISTRY.items():
+                if entry.openspiel and _openspiel_canonical(entry.openspiel, {}) == canonical:
+                    return name, {}
+    return reference, kwargs
+
+
+@functools.lru_cache(maxsize=256)
+def _openspiel_canonical_cached(name: str, params: str) -> str | None:
+    import pyspiel
+
+    try:
+        game = (
+            pyspiel.load_game(name, json.loads(params))
+            if params != "{}"
+            else pyspiel.load_game(name)
+        )
+    except (pyspiel.SpielError, RuntimeError, TypeError, ValueError):
+        return None  # not a game: resolving it later names the problem
+    text = str(game)
+    return text[:-2] if text.endswith("()") else text
+
+
+def _openspiel_canonical(name: str, params: Mapping[str, Any]) -> str | None:
+    return _openspiel_canonical_cached(name, json.dumps(dict(params), sort_keys=True))

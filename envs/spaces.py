@@ -11,9 +11,10 @@ The league's modules, snapshots and reference opponents all read
 - a `Discrete` observation is one-hot; a `Dict` (without the mask), `Tuple`,
   `MultiDiscrete` or `MultiBinary` one is flattened with gymnasium's `flatten`.
 
-Anything the league cannot train on (non-Discrete actions, seats with different
-spaces, more than two seats, text observations) is refused with a `GameSpaceError`
-naming the game, the seat and the space.
+Seats may differ in their spaces: seats with equal spaces form a *side*
+(`league.core.seats`), and each side gets its own players. Anything the league
+cannot train on (non-Discrete actions, fewer than two seats, text observations) is
+refused with a `GameSpaceError` naming the game, the seat and the space.
 """
 
 from __future__ import annotations
@@ -137,13 +138,12 @@ class ObservationAdapter:
 def seat_adapters(env: Any, game: str) -> dict[str, ObservationAdapter]:
     """An adapter per seat of a PettingZoo env, after checking the league can train on it."""
     agents = list(env.possible_agents)
-    if len(agents) != 2:
+    if len(agents) < 2:
         raise GameSpaceError(
-            f"game {game!r} has {len(agents)} seats ({', '.join(map(str, agents))}); "
-            f"the league trains two-player games"
+            f"game {game!r} has {len(agents)} seat(s) ({', '.join(map(str, agents))}); "
+            f"a league needs at least two"
         )
     adapters: dict[str, ObservationAdapter] = {}
-    first = agents[0]
     for agent in agents:
         action_space = env.action_space(agent)
         if not isinstance(action_space, gym.spaces.Discrete):
@@ -154,15 +154,12 @@ def seat_adapters(env: Any, game: str) -> dict[str, ObservationAdapter]:
             raise GameSpaceError(
                 f"game {game!r}, seat {agent!r}: action space {action_space} does not start at 0"
             )
-        obs_space = env.observation_space(agent)
-        if agent != first and (
-            obs_space != env.observation_space(first) or action_space != env.action_space(first)
-        ):
-            raise GameSpaceError(
-                f"game {game!r}, seat {agent!r}: spaces {obs_space}, {action_space} differ from "
-                f"seat {first!r}'s {env.observation_space(first)}, {env.action_space(first)}"
-            )
         adapters[agent] = ObservationAdapter(
-            obs_space, int(action_space.n), f"game {game!r}, seat {agent!r}"
+            env.observation_space(agent), int(action_space.n), f"game {game!r}, seat {agent!r}"
         )
     return adapters
+
+
+def space_key(adapter: ObservationAdapter) -> str:
+    """Equal for seats whose league spaces are equal: the side a seat belongs to."""
+    return repr(adapter.space)

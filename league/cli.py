@@ -714,11 +714,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 f"as second {ex.as_second:.4f}, mean {ex.mean:.4f}"
             )
     if get_game(game).openspiel is not None:
-        from league.tools.openspiel_exploitability import exploitability, uniform_exploitability
+        from league.tools.openspiel_exploitability import exact_measure, uniform_measure
 
+        name, value = exact_measure(game, policy)
+        how = "NashConv/2" if name == "exploitability" else "every seat playing it"
         print(
-            f"  exploitability (OpenSpiel, NashConv/2, sampled): {exploitability(game, policy):.4f}"
-            f"  (uniform play: {uniform_exploitability(game):.4f})"
+            f"  {name} (OpenSpiel, {how}, sampled): {value:.4f}"
+            f"  (uniform play: {uniform_measure(game):.4f})"
         )
     return 0
 

@@ -22,10 +22,19 @@ from typing import Any
 import yaml
 
 from envs.opponents import make_opponent
-from envs.registry import REGISTRY_NAMES, get_game, make_game_id, registry_defaults
+from envs.registry import (
+    REGISTRY_NAMES,
+    canonical_game,
+    game_layout,
+    get_game,
+    make_game_id,
+    registry_defaults,
+)
 from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
 from league.core.ids import MAIN, parse_module_id
+from league.core.league import check_league_fits_layout
+from league.core.seats import SeatLayout
 from league.store.base import SUPPORTED_SCHEMES
 from rlmodules.network_options import (
     ACTIVATION_NAMES,
@@ -72,6 +81,15 @@ class TrainConfig:
         metadata=_help(
             "Keyword arguments for the game's callable or OpenSpiel parameters "
             "(a JSON object on the command line)."
+        ),
+    )
+    teams: dict[str, list[str]] = field(
+        default_factory=dict,
+        metadata=_help(
+            "Teams: team name -> its seats (names, or patterns such as red_*), a JSON object "
+            "on the command line; seats no team names play alone. Empty: the game's own teams "
+            "(tiny_bridge_4p's partnerships, simple_tag's predators and prey, battle's red "
+            "and blue) or every seat alone. One module plays every seat of its team."
         ),
     )
     mode: str = field(
@@ -358,6 +376,9 @@ class TrainConfig:
             check_conv_filters(self.conv_filters)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+        # One game, one name: a registry game reached by another reference is named
+        # by its registry name (and so gets its teams and defaults).
+        self.env, self.env_kwargs = canonical_game(self.env, self.env_kwargs)
         get_game(self.game)  # UnknownGameError, as everywhere a game reference is refused
         for f in dataclasses.fields(self):
             check_choice(f, getattr(self, f.name))
@@ -366,6 +387,13 @@ class TrainConfig:
                 self.league = LeagueConfig.from_dict(self.league)
             except ValueError as err:
                 raise ConfigError(f"league: {err}") from err
+        if not isinstance(self.teams, dict):
+            raise ConfigError(f"teams must be a mapping, got {short_repr(self.teams)}")
+        layout = self.layout  # UnknownGameError naming a bad `teams`
+        try:
+            check_league_fits_layout(self.league, layout)
+        except ValueError as err:
+            raise ConfigError(f"league: {err}") from None
         self._check_reference_opponents()
         for name in (
             "num_envs_per_env_runner",
@@ -527,6 +555,11 @@ class TrainConfig:
         return make_game_id(self.env, self.env_kwargs)
 
     @property
+    def layout(self) -> SeatLayout:
+        """The game's seats as teams and sides (league.core.seats)."""
+        return game_layout(self.game, self.teams or None)
+
+    @property
     def model_config(self) -> dict[str, Any]:
         return {
             "hidden_sizes": list(self.hidden_sizes),
@@ -607,8 +640,10 @@ class TrainConfig:
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
     """`values` over its game's `train_defaults` (nested `league` merged key by key)."""
     game = values.get("env", TrainConfig.env)
-    if not isinstance(game, str):
+    kwargs = values.get("env_kwargs", {})
+    if not isinstance(game, str) or not isinstance(kwargs, dict):
         return values  # __post_init__ names the problem
+    game, _ = canonical_game(game, kwargs)
     defaults = registry_defaults(game)
     merged = {**defaults, **values}
     league_defaults = defaults.get("league")

@@ -7,7 +7,7 @@ import pytest
 from pettingzoo.test import api_test, parallel_api_test
 
 from envs.adapters import SimultaneousGameEnv, TurnBasedGameEnv, make_rllib_env, rllib_env_class
-from envs.registry import REGISTRY_NAMES, UnknownGameError, game_spaces, get_game
+from envs.registry import REGISTRY_NAMES, UnknownGameError, game_layout, game_spaces, get_game
 
 
 @pytest.mark.parametrize("name", [g for g in REGISTRY_NAMES if get_game(g).kind == "turn_based"])
@@ -28,9 +28,10 @@ def test_unknown_game_lists_known_games():
 
 def test_every_game_has_masked_dict_observations():
     for name in REGISTRY_NAMES:
-        obs_space, act_space = game_spaces(name)
-        assert set(obs_space.spaces) == {"observation", "action_mask"}
-        assert obs_space["action_mask"].shape == (act_space.n,)
+        for side in game_layout(name).sides:
+            obs_space, act_space = game_spaces(name, side)
+            assert set(obs_space.spaces) == {"observation", "action_mask"}
+            assert obs_space["action_mask"].shape == (act_space.n,)
 
 
 def test_env_class_matches_game_kind():

@@ -90,6 +90,10 @@ def three_seat_nim() -> Nim:
     return Nim(seats=3)
 
 
+def one_seat_nim() -> Nim:
+    return Nim(seats=1)
+
+
 class _Lopsided(Nim):
     def observation_space(self, agent):
         if agent == "player_1":

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from envs.registry import UnknownGameError, game_spaces
-from league.core.ids import parse_module_id
+from league.core.ids import parse_module_id, side_of
 from rlmodules.network_options import ACTIVATION_NAMES, ENCODERS, check_conv_filters
 
 FORMAT_VERSION = 1
@@ -267,8 +267,9 @@ def _check_model_config(config: Mapping[str, Any], source: str) -> tuple[list[in
 def player_metadata(
     game: str, model_config: Mapping[str, Any], player: str, env_steps: int
 ) -> SnapshotMetadata:
-    """Metadata of a player's weights in `game`; the role is parsed from its module id."""
-    obs_space, act_space = game_spaces(game)
+    """Metadata of a player's weights in `game`; role and side are parsed from its
+    module id (the side's spaces are the snapshot's)."""
+    obs_space, act_space = game_spaces(game, side_of(player))
     return SnapshotMetadata(
         game=game,
         observation_space=space_to_json(obs_space),
@@ -283,7 +284,7 @@ def player_metadata(
 def _check_spaces_match_game(meta: SnapshotMetadata, source: str) -> None:
     """Refuse a snapshot whose spaces are not those its game has now."""
     try:
-        obs_space, act_space = game_spaces(meta.game)
+        obs_space, act_space = game_spaces(meta.game, side_of(meta.player))
     except UnknownGameError as err:
         raise SnapshotError(f"{source}: {err}") from err
     for what, have, expected in (

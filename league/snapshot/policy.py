@@ -10,8 +10,9 @@ import numpy as np
 import torch
 
 from envs.opponents import choose_action
-from envs.registry import UnknownGameError, get_game
+from envs.registry import UnknownGameError, game_layout, get_game
 from envs.spaces import ObservationAdapter
+from league.core.ids import side_of
 from league.snapshot.format import (
     MAX_PARAMETERS,
     POLICY_PREFIX,
@@ -86,7 +87,7 @@ class SnapshotPolicy:
     def league_observation(self, observation: Any, action_mask: Any = None) -> dict[str, Any]:
         """An env observation (and optional mask) as the league's masked dict."""
         if self._adapter is None:
-            self._adapter = _game_adapter(self.meta.game)
+            self._adapter = _game_adapter(self.meta.game, side_of(self.meta.player))
         return self._adapter.to_league(observation, action_mask)
 
     def action_probs(self, observation: Any, action_mask: Any = None) -> np.ndarray:
@@ -104,14 +105,16 @@ class SnapshotPolicy:
         return choose_action(self.action_probs(observation, action_mask), rng, greedy)
 
 
-def _game_adapter(game_id: str) -> ObservationAdapter:
-    """The observation adapter of a game's first seat (all seats share spaces)."""
+def _game_adapter(game_id: str, side: str = "") -> ObservationAdapter:
+    """The observation adapter of a seat of the snapshot's side (all its seats share
+    their spaces)."""
     try:
+        seat = game_layout(game_id).seats_of_side(side)[0]
         env = get_game(game_id).make()
     except UnknownGameError as err:
         raise SnapshotError(f"cannot convert observations: {err}") from None
     try:
-        return env.adapters[env.possible_agents[0]]
+        return env.adapters[seat]
     finally:
         env.close()
 

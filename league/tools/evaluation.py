@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from envs.opponents import Policy, choose_action
-from envs.registry import get_game
-from league.core.match import outcomes_from_returns
+from envs.registry import game_layout, get_game
+from league.core.ids import side_of
+from league.core.match import outcomes_from_ranks, team_ranks
 from league.core.outcomes import SeatRecord
 
 Chooser = Callable[[Mapping[str, np.ndarray]], int]
@@ -131,6 +132,13 @@ def play_game(
         env.close()
 
 
+def policy_side(policy: Any) -> str:
+    """The side a snapshot (or mixture) plays: its player id's side; "" for a
+    scripted player, which plays any seat."""
+    meta = getattr(policy, "meta", None)
+    return side_of(getattr(meta, "player", "")) if meta is not None else ""
+
+
 def evaluate(
     game: str,
     policy: Policy,
@@ -141,24 +149,46 @@ def evaluate(
     opponent_greedy: bool = False,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    teams: Mapping[str, Any] | None = None,
 ) -> list[SeatRecord]:
-    """`policy` plays `games_per_seat` games in each seat against `opponent`;
+    """`policy` plays `games_per_seat` games in each team of its side (every seat of
+    the team), `opponent` every other seat; one record per team (named by its seat
+    when it has one), its outcome by the teams' ranks (league.core.match).
     `progress` hears about every tenth of the games."""
     rng = np.random.default_rng(seed)
-    agents = list(get_game(game).make().possible_agents)
+    layout = game_layout(game, teams)
+    side = policy_side(policy)
+    team_of = {seat: layout.team_of(seat).name for seat in layout.seats}
     records = []
-    for seat in agents:
-        seats = {a: (policy if a == seat else opponent) for a in agents}
-        greedy_by_seat = {a: (greedy if a == seat else opponent_greedy) for a in agents}
+    for team in layout.teams_of_side(side):
+        seats = {a: (policy if a in team.seats else opponent) for a in layout.seats}
+        _check_opponent_sides(layout, seats, policy)
+        greedy_by_seat = {a: (greedy if a in team.seats else opponent_greedy) for a in layout.seats}
+        label = team.seats[0] if len(team.seats) == 1 else team.name
         counts: Counter[str] = Counter()
         total = 0.0
         for played in range(1, games_per_seat + 1):
             returns = play_game(game, seats, rng, greedy_by_seat)
             if progress is not None and played % max(games_per_seat // 10, 1) == 0:
-                progress(f"  seat {seat}: {played:,}/{games_per_seat:,} games")
-            counts[outcomes_from_returns(returns)[seat]] += 1
-            total += returns[seat]
+                progress(f"  seat {label}: {played:,}/{games_per_seat:,} games")
+            outcomes = outcomes_from_ranks(team_ranks(returns, team_of), team_of)
+            counts[outcomes[team.seats[0]]] += 1
+            total += sum(returns[s] for s in team.seats)
         records.append(
-            SeatRecord(seat, counts["win"], counts["draw"], counts["loss"], total_return=total)
+            SeatRecord(label, counts["win"], counts["draw"], counts["loss"], total_return=total)
         )
     return records
+
+
+def _check_opponent_sides(layout: Any, seats: Mapping[str, Policy], policy: Policy) -> None:
+    """A snapshot plays only seats of its own side (their spaces)."""
+    if not layout.multi_side:
+        return
+    for seat, player in seats.items():
+        side = policy_side(player)
+        if getattr(player, "meta", None) is not None and side != layout.side_of(seat):
+            who = "the policy" if player is policy else "the opponent"
+            raise ValueError(
+                f"{who} plays side {side!r}; seat {seat!r} is on side {layout.side_of(seat)!r} "
+                "(give a scripted opponent such as random, or a snapshot of that side)"
+            )

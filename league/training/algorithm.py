@@ -26,9 +26,10 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from envs.adapters import rllib_env_class
 from envs.registry import game_spaces, get_game, import_roots
 from league.config import ConfigError, TrainConfig
-from league.core.ids import is_reference_id, reference_name
+from league.core.ids import MAIN, is_reference_id, player_id, reference_name, side_of
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
+from league.core.seats import SeatLayout
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.data_parallel import DataParallelAPPOConfig, DataParallelPPOConfig
 from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
@@ -47,17 +48,29 @@ from rlmodules.teacher import TEACHER_COEFF_KEY, TEACHER_GAME_KEY, TEACHER_KEY
 from rlmodules.world_model import WORLD_MODEL_ID, world_model_spec
 
 MAIN_PLAYER = "main_0"
+"""The main player of a game with one side (every two-player game)."""
 
 
-def self_play_mapping(agent_id: Any, episode: Any, **kwargs: Any) -> str:
-    """Plain self-play: every seat is played by the one main player."""
-    return MAIN_PLAYER
+class SelfPlayMapping:
+    """Plain self-play: every seat is played by its side's one main player
+    (`main_0`, or `<side>.main_0` in a game with several sides)."""
+
+    def __init__(self, layout: SeatLayout):
+        self.main_of = {seat: player_id(MAIN, 0, layout.side_of(seat)) for seat in layout.seats}
+
+    def __call__(self, agent_id: Any, episode: Any, **kwargs: Any) -> str:
+        return self.main_of[agent_id]
+
+
+def main_players(cfg: TrainConfig) -> list[str]:
+    """The first main of every side: the players a run ships and evaluates."""
+    return [player_id(MAIN, 0, side) for side in cfg.layout.sides]
 
 
 def trainable_players(cfg: TrainConfig) -> list[str]:
     if cfg.mode == "selfplay":
-        return [MAIN_PLAYER]
-    return list(cfg.league.player_ids())
+        return main_players(cfg)
+    return list(cfg.league.player_ids(None, cfg.layout.sides))
 
 
 def game_seats(game: str) -> list[str]:
@@ -67,9 +80,9 @@ def game_seats(game: str) -> list[str]:
     return seats
 
 
-def snapshot_module_spec(cfg: TrainConfig) -> RLModuleSpec:
-    """Spec of a frozen opponent on env runners: inference-only, explicit spaces."""
-    obs_space, act_space = game_spaces(cfg.game)
+def snapshot_module_spec(cfg: TrainConfig, side: str = "") -> RLModuleSpec:
+    """Spec of a frozen opponent on env runners: inference-only, its side's spaces."""
+    obs_space, act_space = game_spaces(cfg.game, side)
     return masked_policy_spec(obs_space, act_space, cfg.model_config, inference_only=True)
 
 
@@ -79,7 +92,7 @@ def frozen_module_spec(cfg: TrainConfig, module_id: str) -> RLModuleSpec:
     if is_reference_id(module_id):
         obs_space, act_space = game_spaces(cfg.game)
         return reference_policy_spec(reference_name(module_id), cfg.game, obs_space, act_space)
-    return snapshot_module_spec(cfg)
+    return snapshot_module_spec(cfg, side_of(module_id))
 
 
 def env_runner_class(cfg: TrainConfig) -> type[LeagueEnvRunner]:
@@ -97,6 +110,11 @@ def env_runner_class(cfg: TrainConfig) -> type[LeagueEnvRunner]:
 
 def check_learner_only_switches(cfg: TrainConfig) -> None:
     """Refuse switch combinations that would silently do nothing or cannot work."""
+    if (cfg.shared_vf or cfg.world_model) and cfg.layout.multi_side:
+        raise ConfigError(
+            f"shared_vf and world_model read one observation shape; {cfg.game!r} has "
+            f"{len(cfg.layout.sides)} sides ({', '.join(cfg.layout.sides)})"
+        )
     if cfg.centralized_critic and not cfg.shared_vf:
         raise ConfigError("centralized_critic needs shared_vf")
     if cfg.centralized_critic and get_game(cfg.game).kind != "simultaneous":
@@ -111,8 +129,10 @@ def check_learner_only_switches(cfg: TrainConfig) -> None:
 
 def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
     """Specs of the learner-only modules switched on in `cfg` (explicit spaces)."""
-    obs_space, act_space = game_spaces(cfg.game)
     specs: dict[str, Any] = {}
+    if not (cfg.shared_vf or cfg.world_model):
+        return specs
+    obs_space, act_space = game_spaces(cfg.game)
     if cfg.shared_vf:
         specs[SHARED_VF_ID] = shared_value_spec(
             obs_space,
@@ -146,11 +166,12 @@ def league_settings(
     extra = learner_only_specs(cfg, players)
     # With the shared value function the policies have no value head at all.
     policy_model_config = {**cfg.model_config, **({"value_head": False} if cfg.shared_vf else {})}
+    layout = cfg.layout
     if cfg.mode == "league":
-        plan = plan or build_plan(League(cfg.league), ())
-        mapping: Any = PlanMapping(plan, game_seats(cfg.game))
+        plan = plan or build_plan(League(cfg.league, layout), ())
+        mapping: Any = PlanMapping(plan, layout.seats)
     else:
-        mapping = self_play_mapping
+        mapping = SelfPlayMapping(layout)
     config = (
         config.environment(
             rllib_env_class(cfg.game),
@@ -189,7 +210,10 @@ def league_settings(
             rl_module_spec=MultiRLModuleSpec(
                 rl_module_specs={
                     **{
-                        pid: masked_policy_spec(model_config=policy_model_config) for pid in players
+                        pid: masked_policy_spec(
+                            *game_spaces(cfg.game, side_of(pid)), model_config=policy_model_config
+                        )
+                        for pid in players
                     },
                     **extra,
                 }

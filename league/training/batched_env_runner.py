@@ -269,8 +269,9 @@ class BatchedLeagueEnvRunner(LeagueEnvRunner):
         # columns cross to the learner in a fraction of the time lists of arrays take.
         episode.to_numpy()
         self._finished_for_metrics.append((episode, time.perf_counter() - game.started))
-        if isinstance(self.config.policy_mapping_fn, PlanMapping):  # league mode
-            record = match_record([episode])
+        mapping = self.config.policy_mapping_fn
+        if isinstance(mapping, PlanMapping):  # league mode
+            record = match_record([episode], mapping.teams)
             if record is not None:
                 self.record_match(record)
         return episode

@@ -34,17 +34,16 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from safetensors.numpy import load_file
 
 from league.config import TrainConfig
-from league.core.ids import MAIN, is_reference_id
+from league.core.ids import MAIN, is_reference_id, side_of
 from league.core.league import League
 from league.core.match import MatchRecord
 from league.core.matchmaking import MatchmakingPlan, build_plan, next_plan
-from league.core.nash import nash_weights
+from league.core.meta import meta_weights
 from league.core.retirement import retirements
 from league.run import RunDir
 from league.snapshot import POLICY_PREFIX, WEIGHTS_FILE, player_metadata, save_snapshot
 from league.training.algorithm import (
     frozen_module_spec,
-    game_seats,
     snapshot_module_spec,
     trainable_players,
 )
@@ -63,7 +62,8 @@ class LeagueStepReport:
     active_set: tuple[str, ...]
     role_scores: dict[str, float] = field(default_factory=dict)
     nash: dict[str, float] = field(default_factory=dict)
-    """The maximin mixture of the league's snapshots (league.core.nash)."""
+    """The meta-solver's mixture of the league's snapshots, per side (league.core.meta:
+    Nash for games of two teams, alpha-rank for more)."""
     records: list[MatchRecord] = field(default_factory=list, repr=False)
 
 
@@ -98,16 +98,17 @@ class LeagueDriver:
         self.algo = algo
         self.cfg = cfg
         self.run = run if isinstance(run, RunDir) else RunDir(run)
-        self.league = League(cfg.league)
+        self.layout = cfg.layout
+        self.league = League(cfg.league, self.layout)
         self.rng = np.random.default_rng(seed)
-        self.seats = game_seats(cfg.game)
+        self.seats = self.layout.seats
         self.players = trainable_players(cfg)
         self.active_set: tuple[str, ...] = ()
         self.plan: MatchmakingPlan = build_plan(self.league, ())
         self._seen: deque[str] = deque(maxlen=SEEN_EPISODES_KEPT)
         self._seen_set: set[str] = set()
         self._initial_weights = self.learner_weights(self.players)
-        self._spec = snapshot_module_spec(cfg)
+        self._specs = {side: snapshot_module_spec(cfg, side) for side in self.layout.sides}
         # Weights of snapshots taken since the last push: sent from memory, not disk.
         self._fresh_weights: dict[str, Mapping[str, np.ndarray]] = {}
 
@@ -116,7 +117,8 @@ class LeagueDriver:
         past to play from the first iteration (AlphaStar seeds its league the same
         way with its supervised agents). Call once on a fresh league."""
         ids = tuple(
-            self.league.take_snapshot(pid, iteration=0) for pid in self.league.cfg.player_ids(MAIN)
+            self.league.take_snapshot(pid, iteration=0)
+            for pid in self.league.cfg.player_ids(MAIN, self.layout.sides)
         )
         for sid in ids:
             self.export_snapshot(sid, self._initial_weights[self.league.snapshots[sid].player])
@@ -205,7 +207,7 @@ class LeagueDriver:
         (a reference opponent is scripted and has none)."""
         if is_reference_id(module_id):
             return frozen_module_spec(self.cfg, module_id), {}
-        return self._spec, self.snapshot_weights(module_id)
+        return self._specs[side_of(module_id)], self.snapshot_weights(module_id)
 
     # ---- snapshots -----------------------------------------------------------
 
@@ -272,9 +274,16 @@ class LeagueDriver:
             retired=tuple(retired),
             active_set=active,
             role_scores=role_scores(records, self.league.players),
-            nash=nash_weights(self.league.payoff, list(self.league.snapshots)),
+            nash=self.meta_mixture(),
             records=records,
         )
+
+    def meta_mixture(self) -> dict[str, float]:
+        """The league's mixture over its snapshots, per side: Nash where the game has
+        two teams, alpha-rank where it has more (league.core.meta)."""
+        solver = "nash" if len(self.layout.teams) == 2 else "alpharank"
+        sides = {side: self.league.view().snapshot_ids(side=side) for side in self.layout.sides}
+        return meta_weights(self.league.payoff, sides, solver)
 
     # ---- state -----------------------------------------------------------------
 
@@ -289,7 +298,7 @@ class LeagueDriver:
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore league state and put the active set back on the env runners."""
         league_state = {k: v for k, v in state.items() if k != "driver"}
-        self.league = League.from_state(self.cfg.league, league_state)
+        self.league = League.from_state(self.cfg.league, league_state, self.layout)
         extra = state.get("driver", {})
         if "rng" in extra:
             self.rng.bit_generator.state = extra["rng"]

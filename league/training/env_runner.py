@@ -19,7 +19,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.annotations import override
 
-from league.core.match import outcomes_from_returns
+from league.core.match import outcomes_from_ranks, team_ranks
 from league.core.matchmaking import MatchmakingPlan
 
 
@@ -33,6 +33,13 @@ class PlanMapping:
     def __init__(self, plan: MatchmakingPlan, seats: Sequence[str]):
         self.plan = plan
         self.seats = tuple(seats)
+        layout = plan.layout
+        self.teams: dict[str, str] = (
+            {seat: layout.team_of(seat).name for seat in layout.seats}
+            if layout is not None and layout.seats == self.seats
+            else {seat: seat for seat in self.seats}
+        )
+        """Seat -> team, for match records."""
 
     def assignment(self, episode_id: str) -> dict[str, str]:
         rng = np.random.default_rng(
@@ -122,22 +129,29 @@ class LeagueEnvRunner(MultiAgentEnvRunner):
         return sorted(self.module.keys())
 
 
-def match_record(chunks: Sequence[Any]) -> dict[str, Any] | None:
+def match_record(
+    chunks: Sequence[Any], teams: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
     """The match dict of a finished episode given as its chunks (oldest first), or
-    None when fewer than two seats played."""
+    None when fewer than two teams played. ``teams`` maps seats to teams (default:
+    every seat alone); teams are ranked by the sum of their seats' returns."""
     returns: dict[str, float] = {}
     for chunk in chunks:
         for agent_id, sa_episode in chunk.agent_episodes.items():
             returns[agent_id] = returns.get(agent_id, 0.0) + float(sa_episode.get_return())
-    if len(returns) < 2:
+    seat_teams = {seat: (teams or {}).get(seat, seat) for seat in returns}
+    if len(set(seat_teams.values())) < 2:
         return None
+    ranks = team_ranks(returns, seat_teams)
     episode = chunks[-1]
     return {
         "episode_id": episode.id_,
         "modules": {agent: episode.module_for(agent) for agent in returns},
-        "outcomes": outcomes_from_returns(returns),
+        "outcomes": outcomes_from_ranks(ranks, seat_teams),
         "returns": returns,
         "length": int(sum(len(chunk) for chunk in chunks)),
+        "teams": seat_teams,
+        "ranks": ranks,
     }
 
 
@@ -154,6 +168,8 @@ class MatchRecorder(RLlibCallback):
     ) -> None:
         if not isinstance(env_runner, LeagueEnvRunner):
             return
-        record = match_record([*(prev_episode_chunks or []), episode])
+        mapping = env_runner.config.policy_mapping_fn
+        teams = mapping.teams if isinstance(mapping, PlanMapping) else None
+        record = match_record([*(prev_episode_chunks or []), episode], teams)
         if record is not None:
             env_runner.record_match(record)

@@ -32,9 +32,8 @@ from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save
 from league.store import LeagueStore, open_store
 from league.tools.evaluation import evaluate
 from league.training.algorithm import (
-    MAIN_PLAYER,
     build_algorithm_config,
-    game_seats,
+    main_players,
     trainable_players,
 )
 from league.training.driver import LeagueDriver, count_metric
@@ -68,10 +67,22 @@ def player_policy(algo: Any, cfg: TrainConfig, player: str) -> tuple[SnapshotPol
 
 
 def evaluate_against_references(
-    cfg: TrainConfig, policy: SnapshotPolicy, seed: int
+    cfg: TrainConfig, policies: list[SnapshotPolicy], seed: int
 ) -> dict[str, list[SeatRecord]]:
+    """Per reference opponent: each main's record in every team of its side."""
     return {
-        name: evaluate(cfg.game, policy, make_opponent(name, cfg.game), cfg.eval_games, seed=seed)
+        name: [
+            seat
+            for policy in policies
+            for seat in evaluate(
+                cfg.game,
+                policy,
+                make_opponent(name, cfg.game),
+                cfg.eval_games,
+                seed=seed,
+                teams=cfg.teams or None,
+            )
+        ]
         for name in reference_opponents(cfg.game)
     }
 
@@ -247,7 +258,7 @@ def run_iteration(
         steps_per_s=sampled / elapsed,
         episodes=count_metric(runners.get("num_episodes")),
         episode_len_mean=runners.get("episode_len_mean"),
-        first_seat_return=returns.get(game_seats(cfg.game)[0]),
+        first_seat_return=returns.get(cfg.layout.seats[0]),
         learners=learner_stats(result, trainable_players(cfg)),
     )
     if driver is not None and store is not None:
@@ -273,8 +284,8 @@ def run_iteration(
             store_seconds=time.perf_counter() - started,
         )
     if cfg.eval_interval and iteration % cfg.eval_interval == 0:
-        policy, _ = player_policy(algo, cfg, MAIN_PLAYER)
-        record.eval = evaluate_against_references(cfg, policy, cfg.seed + iteration)
+        mains = [player_policy(algo, cfg, main)[0] for main in main_players(cfg)]
+        record.eval = evaluate_against_references(cfg, mains, cfg.seed + iteration)
     return record, store_seq
 
 
@@ -340,7 +351,7 @@ def train(
                 algo, cfg, iteration + 1, env_steps, driver, store, store_seq
             )
             iteration, env_steps = record.iteration, record.env_steps
-            log(format_progress(record, MAIN_PLAYER))
+            log(format_progress(record, main_players(cfg)[0]))
             if record.league is not None:
                 log(format_league(record, cfg.league.active_set_size))
             if record.eval is not None:

@@ -56,12 +56,16 @@ def format_league(record: IterationRecord, active_set_size: int, top: int = 4) -
 
 def format_evaluation(record: IterationRecord) -> str:
     parts = []
+    labelled = any(len(seats) != 2 for seats in (record.eval or {}).values())
     for name, seats in (record.eval or {}).items():
         per_seat = " / ".join(
-            f"W{r.rate('wins'):.2f} D{r.rate('draws'):.2f} L{r.rate('losses'):.2f}" for r in seats
+            (f"{r.seat} " if labelled else "")
+            + f"W{r.rate('wins'):.2f} D{r.rate('draws'):.2f} L{r.rate('losses'):.2f}"
+            for r in seats
         )
         parts.append(f"vs {name} {per_seat}")
-    return "eval (greedy, first / second seat): " + " | ".join(parts)
+    which = "per team" if labelled else "first / second seat"
+    return f"eval (greedy, {which}): " + " | ".join(parts)
 
 
 class ProgressFile:

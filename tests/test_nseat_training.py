@@ -1,0 +1,108 @@
+"""More than two seats on real Ray: a 3-player free-for-all (kuhn_poker_3p), a 2v2
+team game (tiny_bridge_4p) and a game of two sides (simple_tag: predators and prey)
+each train a few league iterations; every finished episode becomes one match record
+whose teams are each played by one module of the team's side; the snapshots load
+without Ray and play every seat of their side."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.registry import game_layout
+from league.config import TrainConfig
+from league.core.ids import side_of
+from league.core.match import MatchRecord
+from league.run import RunDir, read_progress
+from league.snapshot import load_policy
+from league.store import open_store
+from league.tools.evaluation import evaluate
+from league.training.loop import train
+
+GAMES = ("kuhn_poker_3p", "tiny_bridge_4p", "simple_tag")
+
+
+@pytest.fixture(scope="module", params=GAMES)
+def nseat_run(request, ray_session, tmp_path_factory):
+    game = request.param
+    cfg = TrainConfig.from_dict(
+        {
+            "env": game,
+            "run_dir": str(tmp_path_factory.mktemp(game) / "run"),
+            "num_env_runners": 0,
+            "num_envs_per_env_runner": 4,
+            "train_batch_size": 300,
+            "minibatch_size": 100,
+            "num_epochs": 1,
+            "hidden_sizes": [16],
+            "stop_timesteps": 900,
+            "eval_interval": 3,
+            "eval_games": 2,
+            "checkpoint_interval": 3,
+            "dashboard": False,
+            "league": {"snapshot_step_budget": 150},
+        }
+    )
+    summary = train(cfg, log=lambda _line: None)
+    return cfg, summary
+
+
+def test_match_records_equal_episodes_and_fill_every_team(nseat_run):
+    cfg, summary = nseat_run
+    layout = cfg.layout
+    run = RunDir(cfg.run_dir)
+    records = read_progress(run)
+    assert summary.iterations == len(records) >= 3
+    episodes = sum(r.episodes for r in records)
+    with open_store(cfg.store, run.path, read_only=True) as store:
+        matches = [MatchRecord.from_dict(m) for m in store.matches()]
+    # No env runner: nothing is sampled ahead, so every episode is exactly one record.
+    assert len(matches) == episodes > 0
+    assert len({m.episode_id for m in matches}) == len(matches)
+    for match in matches:
+        assert set(match.modules) == set(layout.seats)
+        for team in layout.teams:
+            (module,) = {match.modules[s] for s in team.seats}
+            assert side_of(module) == team.side
+            assert {match.teams[s] for s in team.seats} == {team.name}
+    # Every side's main learned (it sat in matches) and snapshots were taken.
+    for side in layout.sides:
+        assert any(side_of(m) == side for match in matches for m in match.modules.values())
+    assert records[-1].league is not None and records[-1].league.size >= len(layout.sides)
+    assert records[-1].eval is not None
+
+
+def test_ratings_follow_the_game(nseat_run):
+    cfg, _ = nseat_run
+    run = RunDir(cfg.run_dir)
+    with open_store(cfg.store, run.path, read_only=True) as store:
+        state = store.state()
+    # More than two seats or teams of several: the skill rating over rankings.
+    assert state["ratings"]["kind"] == "skill"
+    for mu, sigma in state["ratings"]["skills"].values():
+        assert np.isfinite(mu) and 0 < sigma
+
+
+def test_snapshots_load_without_ray_and_play_every_seat(nseat_run):
+    cfg, _ = nseat_run
+    run = RunDir(cfg.run_dir)
+    layout = game_layout(cfg.game)
+    snapshots = [load_policy(path) for path in run.snapshot_dirs()]
+    by_side = {
+        side: [p for p in snapshots if side_of(p.meta.player) == side] for side in layout.sides
+    }
+    assert all(by_side.values()), {s: len(p) for s, p in by_side.items()}
+    for side, policies in by_side.items():
+        records = evaluate(cfg.game, policies[-1], _Random(), 2, greedy=False, seed=3)
+        assert [r.seat for r in records] == [
+            t.seats[0] if len(t.seats) == 1 else t.name for t in layout.teams_of_side(side)
+        ]
+        assert all(r.games == 2 for r in records)
+
+
+class _Random:
+    """Uniform over the legal actions of whatever seat it plays."""
+
+    def action_probs(self, obs):
+        mask = np.asarray(obs["action_mask"], dtype=np.float64)
+        return mask / mask.sum()
