@@ -235,7 +235,8 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
 def _service_parsers(sub: argparse._SubParsersAction) -> None:
     helps = {
         "status": "state, iteration, env steps and league size of the running coordinator",
-        "standings": "Elo rating and Nash-mixture weight of every player and snapshot",
+        "standings": "rating (Elo, or mu - 3 sigma over rankings) and mixture weight of every "
+        "player and snapshot",
         "pause": "pause training after the current iteration",
         "resume": "resume a paused coordinator",
         "stop": "stop training, write a final checkpoint, and end the coordinator",
@@ -276,12 +277,18 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--solver",
-        choices=["auto", "nash", "least-exploitable"],
+        choices=["auto", "nash", "least-exploitable", "alpharank"],
         default="auto",
         help="with --mixture: 'nash' solves the meta-game between the members (PSRO's "
-        "restricted Nash); 'least-exploitable' weighs them against every opponent the game "
-        "allows, by exact best responses (two-player zero-sum OpenSpiel games only); "
-        "auto = least-exploitable where possible, unless --payoff is given",
+        "restricted Nash; games of two teams); 'least-exploitable' weighs them against every "
+        "opponent the game allows, by exact best responses (two-player zero-sum OpenSpiel "
+        "games only); 'alpharank' ranks them by alpha-rank over the league's payoffs (any "
+        "number of seats or teams; not a Nash equilibrium); auto = least-exploitable where "
+        "possible (unless --payoff is given), else nash for two teams, else alpharank",
+    )
+    p.add_argument(
+        "--side",
+        help="with --mixture, in a game of several sides (predators and prey): whose mixture",
     )
     p.add_argument(
         "--force",
@@ -537,10 +544,11 @@ def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, d
 def cmd_export_mixture(args: argparse.Namespace) -> int:
     from league.config import TrainConfig
     from league.core.league import League
-    from league.core.nash import nash_weights
     from league.run import RunDir, RunDirError
-    from league.snapshot import SnapshotError, load_snapshot, save_mixture
+    from league.snapshot import SnapshotError, save_mixture
     from league.store import StoreError, open_store
+    from league.tools.least_exploitable import NotZeroSumError
+    from league.tools.mixtures import MixtureError, league_mixture
 
     if args.format != "snapshot":
         raise CliError("--mixture exports a mixture snapshot directory, not --format onnx")
@@ -557,91 +565,25 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
     if not state or not state.get("snapshots"):
         raise CliError(f"the league store of {str(run.path)!r} holds no snapshots")
     with _refuse(RunDirError):
-        league_config = TrainConfig.from_dict(run.load_config(), source="config.json").league
-    league = League.from_state(league_config, {k: v for k, v in state.items() if k != "driver"})
-    game = TrainConfig.from_dict(run.load_config(), source="config.json").game
-    openspiel = get_game(game).openspiel is not None
-    solver = args.solver
-    if solver == "auto":
-        solver = "least-exploitable" if openspiel and args.payoff == "auto" else "nash"
-    payoff = args.payoff
-    if payoff == "auto":
-        payoff = "exact" if openspiel else "league"
-    if solver == "least-exploitable":
-        members, weights = _least_exploitable_mixture(
-            run, game, list(league.snapshots), league.players
+        cfg = TrainConfig.from_dict(run.load_config(), source="config.json")
+    league_state = {k: v for k, v in state.items() if k != "driver"}
+    league = League.from_state(cfg.league, league_state, cfg.layout)
+    with _refuse(MixtureError, SnapshotError, NotZeroSumError):
+        mixture = league_mixture(
+            run,
+            league,
+            cfg.game,
+            solver=args.solver,
+            payoff=args.payoff,
+            side=args.side,
+            log=lambda line: print(line, flush=True),
         )
-        what = "least-exploitable mixture"
-    elif payoff == "league":
-        weights = nash_weights(league.payoff, list(league.snapshots))
-        with _refuse(SnapshotError):
-            members = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in weights}
-        what = "Nash mixture (league payoffs)"
-    else:
-        members, weights = _exact_nash_mixture(run, game, list(league.snapshots), league.players)
-        what = "Nash mixture (exact payoffs)"
     with _refuse(SnapshotError):
-        out = save_mixture(args.out, members, weights)
+        out = save_mixture(args.out, mixture.members, mixture.weights)
+    weights = mixture.weights
     shown = ", ".join(f"{sid} {w:.3f}" for sid, w in sorted(weights.items(), key=lambda kv: -kv[1]))
-    print(f"exported the league's {what} ({len(weights)} members: {shown}) to {out}")
+    print(f"exported the league's {mixture.what} ({len(weights)} members: {shown}) to {out}")
     return 0
-
-
-def _league_policies(run: Any, snapshots: list[str], players: Any) -> dict[str, Any]:
-    """Every snapshot and trainable player of a run, loaded (validated) from disk."""
-    from league.snapshot import SnapshotError, load_snapshot
-
-    with _refuse(SnapshotError):
-        policies = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in snapshots}
-        for player in players:
-            if run.player_dir(player).is_dir():
-                policies[player] = load_snapshot(run.player_dir(player))
-    return policies
-
-
-def _least_exploitable_mixture(
-    run: Any, game: str, snapshots: list[str], players: Any
-) -> tuple[dict[str, Any], dict[str, float]]:
-    """Weights over every snapshot and trainable player of an OpenSpiel game that
-    minimise the mixture's exact exploitability (league.tools.least_exploitable)."""
-    from league.tools.least_exploitable import NotZeroSumError, least_exploitable_weights
-    from league.tools.openspiel_exploitability import (
-        NotAnOpenSpielGameError,
-        openspiel_game,
-        tabular_policy,
-    )
-
-    policies = _league_policies(run, snapshots, players)
-    with _refuse(NotAnOpenSpielGameError):
-        spiel_game = openspiel_game(game)
-    print(f"weighing {len(policies)} policies against exact best responses on {game}", flush=True)
-    tables = [tabular_policy(spiel_game, policy) for policy in policies.values()]
-    with _refuse(NotZeroSumError):
-        result = least_exploitable_weights(spiel_game, tables, progress=print)
-    print(
-        f"  least exploitable: {result.exploitability:.4f} (no mixture of these members "
-        f"below {result.lower_bound:.4f}; {result.rounds} rounds)",
-        flush=True,
-    )
-    chosen = {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
-    return {m: policies[m] for m in chosen}, chosen
-
-
-def _exact_nash_mixture(
-    run: Any, game: str, snapshots: list[str], players: Any
-) -> tuple[dict[str, Any], dict[str, float]]:
-    """Maximin weights over every snapshot and trainable player of an OpenSpiel game,
-    on the exact meta-game (league.tools.openspiel_exploitability.exact_meta_game)."""
-    from league.core.nash import WEIGHT_FLOOR, maximin
-    from league.tools.openspiel_exploitability import NotAnOpenSpielGameError, exact_meta_game
-
-    policies = _league_policies(run, snapshots, players)
-    print(f"solving the exact meta-game of {len(policies)} policies on {game}", flush=True)
-    with _refuse(NotAnOpenSpielGameError):
-        matrix = exact_meta_game(game, policies, progress=print)
-    weights, _ = maximin(matrix)
-    chosen = {m: float(w) for m, w in zip(policies, weights, strict=True) if w > WEIGHT_FLOOR}
-    return {m: policies[m] for m in chosen}, chosen
 
 
 def _refuse_existing(out: Path, force: bool) -> None:
@@ -714,9 +656,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 f"as second {ex.as_second:.4f}, mean {ex.mean:.4f}"
             )
     if get_game(game).openspiel is not None:
-        from league.tools.openspiel_exploitability import exact_measure, uniform_measure
+        from league.tools.openspiel_exploitability import (
+            GameTooLargeError,
+            exact_measure,
+            uniform_measure,
+        )
 
-        name, value = exact_measure(game, policy)
+        try:
+            name, value = exact_measure(game, policy)
+        except GameTooLargeError as err:
+            print(f"  exact exploitability: not computed: {err}")
+            return 0
         how = "NashConv/2" if name == "exploitability" else "every seat playing it"
         print(
             f"  {name} (OpenSpiel, {how}, sampled): {value:.4f}"
@@ -842,6 +792,7 @@ def _exit_code(err: Exception) -> int | None:
         for module, name in (
             ("league.snapshot", "SnapshotError"),
             ("league.training.coordinator", "CoordinatorNotFound"),
+            ("league.training.probe", "ProbeError"),
         )
     ]
     own = (CliError, ConfigError, UnknownGameError, RunDirError, StoreError)

@@ -16,6 +16,15 @@ allows it:
   mixtures over snapshots and players (`league export --mixture --solver nash` and
   `least-exploitable`, reach-weighted) and the mean and max over the main's last
   `--late-snapshots` snapshots;
+- kuhn_poker_3p, leduc_poker_3p (OpenSpiel, three players): exact NashConv (OpenSpiel's
+  `nash_conv`, every seat playing the policy) of the main and, for the league, of its
+  alpha-rank mixture over snapshots (`league export --mixture`) and the mean over the
+  main's last `--late-snapshots` snapshots;
+- texas_holdem_4p: the league main's mean chips per hand against three copies of the
+  self-play main (its seat rotating), with a 95% interval;
+- battle (two teams) and simple_tag (two sides: predators and prey): the league's team
+  against the self-play team head to head, per side (the league's team playing each
+  side in turn; both sampling);
 - connect_four: the two mains head to head (both sampling, seats alternating), and
   an approximate exploitability of each: the win rate of a best response trained
   against it for `--probe-minutes` (`league probe`); and its tactics
@@ -42,14 +51,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from envs.opponents import RandomPlayer
-from league.core.ids import parse_module_id
+from envs.registry import game_layout, get_game
+from league.core.ids import MAIN as MAIN_ROLE
+from league.core.ids import parse_module_id, player_id
 from league.run import RunDir
 from league.snapshot import load_policy
 from league.store import open_store
-from league.tools.evaluation import evaluate
+from league.tools.evaluation import evaluate, play_game
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
 from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
+from league.tools.openspiel_exploitability import nash_conv
 from league.tools.tactics import connect_four_tactics
 
 MODES = ("selfplay", "league")
@@ -87,13 +101,14 @@ def league_train(label: str, flags: list[str], run: RunDir) -> None:
 
 
 def steps(run: RunDir) -> tuple[int, int]:
-    """(env steps of the run, env steps that trained main_0)."""
+    """(env steps of the run, env steps that trained the first main)."""
     total = int(json.loads(run.latest_file.read_text())["env_steps"])
     if not run.store_file.is_file():
         return total, total  # self-play: every step trains the main
     with open_store(None, run.path, read_only=True) as store:
-        players = {p["id"]: p for p in (store.state() or {}).get("players", [])}
-    return total, int(players.get(MAIN, {}).get("steps", 0))
+        players = (store.state() or {}).get("players", [])
+    mains = [p for p in players if parse_module_id(p["id"]).role == MAIN_ROLE]
+    return total, int(mains[0]["steps"]) if mains else 0
 
 
 def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
@@ -101,6 +116,11 @@ def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
     ids = {p: parse_module_id(p.name) for p in run.snapshot_dirs()}
     mains = [p for p, mid in ids.items() if mid.player == MAIN]
     return sorted(mains, key=lambda p: ids[p].version)[-count:]
+
+
+def n_player_openspiel(game: str) -> bool:
+    spiel = get_game(game).openspiel
+    return spiel is not None and len(game_layout(game).teams) > 2
 
 
 def late_snapshots(game: str, run: RunDir, count: int) -> dict[str, float]:
@@ -116,6 +136,8 @@ def late_snapshots(game: str, run: RunDir, count: int) -> dict[str, float]:
             "sampled 1st": [s.as_first for s in seats],
             "sampled 2nd": [s.as_second for s in seats],
         }
+    elif n_player_openspiel(game):
+        series = {"NashConv": [nash_conv(game, p) for p in policies]}
     else:
         series = {"expl": [openspiel_exploitability(game, p) for p in policies]}
     row: dict[str, float] = {}
@@ -126,6 +148,8 @@ def late_snapshots(game: str, run: RunDir, count: int) -> dict[str, float]:
 
 
 def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float]:
+    if game_layout(game).multi_side or game in ("battle", "texas_holdem_4p"):
+        return {}  # measured against the other mode (`pair_rows`)
     policy = load_policy(run.player_dir(MAIN), game=game)
     row: dict[str, float] = {}
     if game == "rps":
@@ -147,6 +171,11 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
         if run.store_file.is_file():
             row |= mixtures(game, run)
         row |= late_snapshots(game, run, args.late_snapshots)
+    elif n_player_openspiel(game):
+        row["NashConv"] = nash_conv(game, policy)
+        if run.store_file.is_file():
+            row |= mixtures(game, run, solvers=("alpharank",))
+        row |= late_snapshots(game, run, args.late_snapshots)
     elif game == "connect_four":
         tactics = connect_four_tactics(policy, games=args.tactics_games, seed=3)
         row |= {"takes its win": tactics.win, "blocks": tactics.block}
@@ -154,17 +183,72 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
     return row
 
 
-def mixtures(game: str, run: RunDir) -> dict[str, float]:
-    """The league's two mixtures of its snapshots and players (`league export
-    --mixture`): the exact meta-game's Nash, and the least-exploitable weights."""
+def mixtures(
+    game: str, run: RunDir, solvers: tuple[str, ...] = ("nash", "least-exploitable")
+) -> dict[str, float]:
+    """The league's mixtures of its snapshots and players (`league export --mixture`):
+    two players, the exact meta-game's Nash and the least-exploitable weights (their
+    exploitability); more players, alpha-rank over the league's payoffs (its NashConv)."""
     row: dict[str, float] = {}
-    for solver in ("nash", "least-exploitable"):
+    measure = nash_conv if n_player_openspiel(game) else openspiel_exploitability
+    for solver in solvers:
         out = run.path / f"{solver}-mixture"
         if not out.is_dir():
             command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
             subprocess.run([*command, "--solver", solver, "--out", str(out)], check=True)
-        row[f"{solver} mixture"] = openspiel_exploitability(game, load_policy(out))
+        row[f"{solver} mixture"] = measure(game, load_policy(out))
     return row
+
+
+def team_head_to_head(
+    game: str, league_run: RunDir, selfplay_run: RunDir, games: int
+) -> dict[str, float]:
+    """The league's mains against the self-play mains, per team the league plays: the
+    league's side-s main takes team T (every seat of it) and the self-play mains of each
+    side every other team; both sample. Score: win 1, draw 1/2, by team rank."""
+    layout = game_layout(game)
+    league = {
+        s: load_policy(league_run.player_dir(player_id(MAIN_ROLE, 0, s))) for s in layout.sides
+    }
+    selfplay = {
+        s: load_policy(selfplay_run.player_dir(player_id(MAIN_ROLE, 0, s))) for s in layout.sides
+    }
+    rng = np.random.default_rng(5)
+    row: dict[str, float] = {}
+    for team in layout.teams:
+        seats = {
+            seat: (league if seat in team.seats else selfplay)[layout.side_of(seat)]
+            for seat in layout.seats
+        }
+        score = 0.0
+        for _ in range(games):
+            returns = play_game(game, seats, rng, dict.fromkeys(seats, False))
+            totals = {t.name: sum(returns[s] for s in t.seats) for t in layout.teams}
+            best = max(totals.values())
+            mine = totals[team.name]
+            tied = sum(1 for v in totals.values() if v == best)
+            score += 0.0 if mine < best else 1.0 if tied == 1 else 0.5
+        row[f"league as {team.name}"] = score / games
+    return row
+
+
+def chips_against_selfplay(
+    game: str, league_run: RunDir, selfplay_run: RunDir, hands: int
+) -> dict[str, float]:
+    """The league main in one seat (rotating), the self-play main in every other:
+    its mean chips per hand and their 95% interval."""
+    layout = game_layout(game)
+    league = load_policy(league_run.player_dir(MAIN))
+    selfplay = load_policy(selfplay_run.player_dir(MAIN))
+    rng = np.random.default_rng(6)
+    chips = []
+    for hand in range(hands):
+        seat = layout.seats[hand % len(layout.seats)]
+        seats = {s: league if s == seat else selfplay for s in layout.seats}
+        chips.append(play_game(game, seats, rng, dict.fromkeys(seats, False))[seat])
+    mean = float(np.mean(chips))
+    half = 1.96 * float(np.std(chips, ddof=1)) / np.sqrt(len(chips))
+    return {"chips per hand": mean, "low": mean - half, "high": mean + half}
 
 
 def head_to_head(game: str, main: Any, other: Any, games: int) -> dict[str, float]:
@@ -195,6 +279,22 @@ def cross_table(game: str, runs: dict[tuple[str, int | None], RunDir], games: in
     if len(league_scores) > 1:
         mean = sum(league_scores) / len(league_scores)
         rows.append((game, "league vs selfplay, mean", 0, 0, {"score": mean}))
+    return rows
+
+
+def pair_rows(
+    game: str, runs: dict[tuple[str, int | None], RunDir], seeds: list[int | None], games: int
+) -> list[Row]:
+    """Per seed, the league's mains against the self-play mains trained as long: team
+    games and sides head to head per team, texas_holdem_4p by chips per hand."""
+    rows: list[Row] = []
+    for seed in seeds:
+        league, selfplay = runs[("league", seed)], runs[("selfplay", seed)]
+        label = f"league vs selfplay{'' if seed is None else f' seed {seed}'}"
+        if game == "texas_holdem_4p":
+            rows.append((game, label, 0, 0, chips_against_selfplay(game, league, selfplay, games)))
+        elif game_layout(game).multi_side or game == "battle":
+            rows.append((game, label, 0, 0, team_head_to_head(game, league, selfplay, games)))
     return rows
 
 
@@ -259,6 +359,8 @@ def main() -> None:
             table.append((game, label_of(mode, seed), total, main_steps, measure(game, run, args)))
         if game == "connect_four" and "league" in args.modes and "selfplay" in args.modes:
             table += cross_table(game, runs, args.h2h_games)
+        if "league" in args.modes and "selfplay" in args.modes:
+            table += pair_rows(game, runs, seeds, args.h2h_games)
     print(
         f"\nleague vs plain self-play, {args.minutes:g} min each, defaults (`league train --env GAME`)"
     )

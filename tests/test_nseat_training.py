@@ -106,3 +106,39 @@ class _Random:
     def action_probs(self, obs):
         mask = np.asarray(obs["action_mask"], dtype=np.float64)
         return mask / mask.sum()
+
+
+def test_tools_speak_n_seats(nseat_run, tmp_path, capsys):
+    """`league evaluate` per team (and NashConv where OpenSpiel computes it), the
+    standings with each skill's uncertainty, the league's mixture per side."""
+    from league.cli import main
+    from league.tools.report import standings_lines
+
+    cfg, _ = nseat_run
+    layout = cfg.layout
+    main_id = "main_0" if not layout.multi_side else f"{layout.sides[0]}.main_0"
+    argv = ["evaluate", "--run-dir", cfg.run_dir, "--player", main_id, "--opponent", "random"]
+    assert main([*argv, "--games", "2", "--sample"]) == 0
+    out = capsys.readouterr().out
+    team_lines = [line for line in out.splitlines() if line.strip().startswith("seat ")]
+    assert len(team_lines) == len(layout.teams_of_side(layout.sides[0]))
+    if cfg.game == "kuhn_poker_3p":  # three players: NashConv, never NashConv/2
+        (line,) = [x for x in out.splitlines() if "NashConv (OpenSpiel" in x]
+        assert 0.0 <= float(line.split(":")[1].split()[0]) < 2.0625 + 2.0
+    with open_store(cfg.store, RunDir(cfg.run_dir).path, read_only=True) as store:
+        lines = standings_lines(store.state())
+    assert "mu - 3 sigma" in lines[0] and len(lines) > 2
+    side_args = ["--side", layout.sides[-1]] if layout.multi_side else []
+    out_dir = tmp_path / "mix"
+    code = main(
+        ["export", "--mixture", "--run-dir", cfg.run_dir, "--out", str(out_dir), *side_args]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    expected = "Nash mixture" if len(layout.teams) == 2 else "alpha-rank mixture"
+    assert expected in printed
+    mixture = load_policy(out_dir)
+    assert all(side_of(m) == layout.sides[-1] for m in mixture.ids)
+    if layout.multi_side:  # which side's mixture must be said
+        assert main(["export", "--mixture", "--run-dir", cfg.run_dir, "--out", str(tmp_path / "x")]) == 2
+        assert "say which one's mixture (--side)" in capsys.readouterr().err

@@ -113,11 +113,17 @@ def _line(iteration: int, env_steps: int | None = None) -> str:
 def test_report_writes_three_valid_pngs(trained: TrainedRun, tmp_path: Path) -> None:
     messages: list[str] = []
     paths = write_report(trained.run.path, tmp_path / "out", log=messages.append)
-    assert [p.name for p in paths] == ["ratings.png", "league_size.png", "payoff.png"]
+    names = ["ratings.png", "league_size.png", "standings.txt", "payoff.png"]
+    assert [p.name for p in paths] == names
     assert {p.parent for p in paths} == {tmp_path / "out"}
     _check_png(paths[0], width=10 * DPI, height=6 * DPI)
     _check_png(paths[1], width=10 * DPI, height=5 * DPI)
-    _check_png(paths[2])
+    _check_png(paths[3])
+    # Standings: every rated module once, best first (Elo in a two-player game).
+    lines = paths[2].read_text().splitlines()
+    assert lines[0].split()[-1] == "Elo" and len(lines) == 1 + len(trained.state["ratings"]["ratings"])
+    elo = [float(line.split()[2]) for line in lines[1:]]
+    assert elo == sorted(elo, reverse=True)
     # The heatmap comes from the store at its latest seq: the seeding commit and
     # one commit per iteration.
     assert trained.seq == trained.summary.iterations + 1

@@ -183,3 +183,15 @@ def rating_kind(configured: str, two_player: bool) -> str:
     if configured != "auto":
         return configured
     return ELO if two_player else SKILL
+
+
+def ratings_in_state(state: Mapping[str, Any]) -> dict[str, tuple[float, float | None]]:
+    """Module -> (rating, uncertainty) from a stored ratings state (`get_state` of
+    either kind): Elo has no uncertainty (None); the skill rating's rating is
+    mu - 3 sigma and its uncertainty sigma."""
+    if state.get("kind") == SKILL:
+        return {
+            str(m): (float(mu) - 3.0 * float(sigma), float(sigma))
+            for m, (mu, sigma) in state.get("skills", {}).items()
+        }
+    return {str(m): (float(r), None) for m, r in state.get("ratings", {}).items()}

@@ -31,7 +31,11 @@ class LeagueRecord:
     role_scores: dict[str, float]
     resets: list[str] = field(default_factory=list)
     nash: dict[str, float] = field(default_factory=dict)
-    """Weights of the Nash mixture of the league's snapshots (maximin over the payoff table)."""
+    """Weights of the league's meta-solver mixture of its snapshots, per side (Nash over
+    the payoff table for games of two teams, alpha-rank for more)."""
+    rating_uncertainty: dict[str, float] = field(default_factory=dict)
+    """Per module, sigma of the skill rating over rankings (empty with Elo); `ratings`
+    then holds the conservative mu - 3 sigma."""
     step_seconds: float = 0.0
     """The league's own time: drain, record, decide, export, push (not algo.train())."""
     store_seq: int = 0

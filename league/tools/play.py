@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from envs.opponents import Policy
-from envs.registry import get_game
-from league.core.match import outcomes_from_returns
+from envs.registry import game_layout, get_game
+from league.core.match import outcomes_from_ranks, team_ranks
 from league.tools.evaluation import Chooser, Episode, Step, policy_chooser, start_game
 
 QUIT_WORDS = frozenset({"q", "quit", "exit"})
@@ -171,8 +171,13 @@ def _ask(
 _VERDICTS = {"win": "You win!", "loss": "You lose.", "draw": "Draw."}
 
 
-def _result_line(totals: Mapping[str, float], human: str) -> str:
-    verdict = _VERDICTS[outcomes_from_returns(totals)[human]]
+def _result_line(
+    totals: Mapping[str, float], human: str, teams: Mapping[str, str] | None = None
+) -> str:
+    """The human's verdict (by their team's rank: a partner's chips count too) and
+    every seat's reward."""
+    teams = dict(teams or {seat: seat for seat in totals})
+    verdict = _VERDICTS[outcomes_from_ranks(team_ranks(totals, teams), teams)[human]]
     scores = ", ".join(
         f"{agent} ({'you' if agent == human else 'computer'}) {value:+g}"
         for agent, value in totals.items()
@@ -289,7 +294,7 @@ def _generic_interface(env: Any, game: str, human: str, ask: Ask, out: Output) -
 
     def show(step: Step, totals: Mapping[str, float]) -> None:
         ((agent, action),) = step.actions.items()
-        who = "You play" if agent == human else "Computer plays"
+        who = "You play" if agent == human else f"Computer ({agent}) plays"
         out(f"{who} {action}.")
         known()
 
@@ -342,5 +347,7 @@ def play(
         return episode.totals
     finally:
         env.close()
-    output_fn(_result_line(episode.totals, human))
+    layout = game_layout(game)
+    teams = {seat: layout.team_of(seat).name for seat in layout.seats}
+    output_fn(_result_line(episode.totals, human, teams))
     return episode.totals

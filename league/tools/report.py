@@ -34,6 +34,7 @@ from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
 from league.core.ids import is_player_id, is_snapshot_id
+from league.core.ratings import ratings_in_state
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, read_progress
 from league.store import open_store, redacted_url
 
@@ -132,7 +133,7 @@ def payoff_matrix(
     blank cell says "no evidence", which 0.5 would hide. Modules are ordered
     by rating, best first, so the strong corner is the top left.
     """
-    ratings = {str(m): float(r) for m, r in state.get("ratings", {}).get("ratings", {}).items()}
+    ratings = {m: r for m, (r, _) in ratings_in_state(state.get("ratings", {})).items()}
     entries = state.get("payoff", {}).get("entries", [])
     known = set(ratings)
     for a, b, *_ in entries:
@@ -248,7 +249,7 @@ def plot_payoff(state: Mapping[str, Any], path: Path, top_n: int, source: str = 
     modules, rate, games, total = payoff_matrix(state, top_n)
     if not modules or not np.any(games > 0):
         return None
-    ratings = state.get("ratings", {}).get("ratings", {})
+    ratings = {m: r for m, (r, _) in ratings_in_state(state.get("ratings", {})).items()}
     labels = [f"{m} ({ratings[m]:.0f})" if m in ratings else m for m in modules]
     n = len(modules)
     side = min(max(6.0, 0.38 * n + 3.0), 24.0)
@@ -281,6 +282,37 @@ def plot_payoff(state: Mapping[str, Any], path: Path, top_n: int, source: str = 
     if source:
         fig.text(0.01, 0.005, f"from {source}", fontsize="x-small", color="grey")
     return _save(fig, path)
+
+
+# ---- standings ---------------------------------------------------------------------
+
+
+def standings_lines(state: Mapping[str, Any]) -> list[str]:
+    """Every rated module, best first: its rating and, for the skill rating over
+    rankings, its uncertainty (sigma) and the 95% range of its skill mu."""
+    table = ratings_in_state(state.get("ratings", {}))
+    if not table:
+        return ["no ratings yet"]
+    skill = any(sigma is not None for _, sigma in table.values())
+    header = (
+        "rank  module                                   rating (mu - 3 sigma)    mu  [95% range]"
+        if skill
+        else "rank  module                                   Elo"
+    )
+    lines = [header]
+    ranked = sorted(table.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    for rank, (module, (rating, sigma)) in enumerate(ranked, 1):
+        line = f"{rank:4d}  {module:40s} {rating:8.2f}"
+        if sigma is not None:
+            mu = rating + 3.0 * sigma
+            line += f"              {mu:6.2f}  [{mu - 1.96 * sigma:.2f}, {mu + 1.96 * sigma:.2f}]"
+        lines.append(line)
+    return lines
+
+
+def write_standings(state: Mapping[str, Any], path: Path) -> Path:
+    path.write_text("\n".join(standings_lines(state)) + "\n")
+    return path
 
 
 # ---- entry point -------------------------------------------------------------------
@@ -332,6 +364,9 @@ def write_report(
         log(f"report: no league state in the league store of {run.path}: payoff.png skipped")
     else:
         state, source = loaded
+        standings = write_standings(state, out / "standings.txt")
+        log(f"report: ratings with their uncertainty in {standings}")
+        written.append(standings)
         made = plot_payoff(state, out / "payoff.png", top_n, source)
         if made is None:
             log(f"report: the league state from {source} has no games yet: payoff.png skipped")

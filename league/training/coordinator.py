@@ -130,7 +130,8 @@ class LeagueCoordinator:
         }
 
     def standings(self) -> list[tuple[str, float, float]]:
-        """(module, Elo rating, weight in the league's Nash mixture), best rated first."""
+        """(module, rating, weight in the league's meta-solver mixture), best rated
+        first; the rating is Elo, or the skill rating's conservative mu - 3 sigma."""
         latest = self.control.latest
         league = latest.league if latest is not None else None
         if league is None:

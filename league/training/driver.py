@@ -78,7 +78,8 @@ def count_metric(value: Any) -> int:
 
 
 def role_scores(records: list[MatchRecord], players: Mapping[str, Any]) -> dict[str, float]:
-    """Per role: mean score (win 1, draw 0.5) of its trainable players against others."""
+    """Per role (per side and role, `side.role`, in a game of several sides): mean score
+    (win 1, draw 0.5) of its trainable players against others."""
     totals: dict[str, list[float]] = {}
     value = {"win": 1.0, "draw": 0.5, "loss": 0.0}
     for record in records:
@@ -87,7 +88,9 @@ def role_scores(records: list[MatchRecord], players: Mapping[str, Any]) -> dict[
             continue  # a player against itself says nothing
         for seat, module in record.modules.items():
             if module in players:
-                totals.setdefault(players[module].role, []).append(value[record.outcomes[seat]])
+                side = side_of(module)
+                role = f"{side}.{players[module].role}" if side else players[module].role
+                totals.setdefault(role, []).append(value[record.outcomes[seat]])
     return {role: float(np.mean(v)) for role, v in totals.items()}
 
 

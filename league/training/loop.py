@@ -277,6 +277,11 @@ def run_iteration(
             retired=list(report.retired),
             resets=list(report.resets),
             ratings=driver.league.ratings.as_dict(),
+            rating_uncertainty={
+                m: sigma
+                for m in driver.league.ratings.as_dict()
+                if (sigma := driver.league.ratings.uncertainty(m)) is not None
+            },
             role_scores=report.role_scores,
             nash=report.nash,
             step_seconds=step_seconds,

@@ -10,6 +10,12 @@ it plays when deployed). A win rate near the game's value means the target is
 hard to exploit; near 1, that a short search already beats it. A scripted target
 (a game's reference opponent, `ref:search`, or a user's bot) is probed the same
 way against the game's default network.
+
+Seats, teams and sides: the best response plays one team (every seat of it) and
+the target every other team, so in a free-for-all it meets copies of the target
+in every other seat and in a team game it partners no one but itself. In a game
+of two sides (predators and prey) the best response is a player of the other side
+than the target's: it learns to exploit the target from across the table.
 """
 
 from __future__ import annotations
@@ -24,17 +30,16 @@ from typing import Any
 from envs.opponents import Policy, make_opponent
 from envs.registry import split_game_id
 from league.config import TrainConfig
-from league.core.ids import reference_id
+from league.core.ids import MAIN, player_id, reference_id, side_of
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan
 from league.core.outcomes import SeatRecord, wilson_interval
+from league.core.seats import SeatLayout
 from league.snapshot import POLICY_PREFIX, SnapshotPolicy, load_policy
 from league.tools.evaluation import evaluate
 from league.training.algorithm import (
-    MAIN_PLAYER,
     build_ppo_config,
     frozen_module_spec,
-    game_seats,
     snapshot_module_spec,
 )
 from league.training.env_runner import LeagueEnvRunner, PlanMapping
@@ -145,6 +150,47 @@ def load_target(target: Target) -> SnapshotPolicy | ReferenceTarget:
     return load_policy(target)
 
 
+class ProbeError(ValueError):
+    """A target `probe` cannot train a best response against in this game."""
+
+
+def best_response_side(layout: SeatLayout, target_side: str) -> str:
+    """The side the best response plays: the target's in a game of one side, the
+    other one in a game of two sides."""
+    if not layout.multi_side:
+        return target_side
+    others = [s for s in layout.sides if s != target_side]
+    if len(others) != 1:
+        raise ProbeError(
+            f"probe takes a game of one or two sides; this one has {len(layout.sides)}"
+        )
+    if len(layout.teams_of_side(others[0])) > 1:
+        raise ProbeError(
+            f"probe: side {others[0]!r} has several teams; the target could not play "
+            "the ones the best response leaves (give the game teams with one team a side)"
+        )
+    return others[0]
+
+
+def probe_plan(layout: SeatLayout, learner: str, target_id: str) -> MatchmakingPlan:
+    """The best response `learner` in one team, the target in every other team."""
+    side_opponents: tuple = ()
+    side_probs: tuple = ()
+    if layout.multi_side:
+        side_opponents = (tuple((target_id,) for _ in layout.sides),)
+        side_probs = (tuple((1.0,) for _ in layout.sides),)
+    return MatchmakingPlan(
+        learners=(learner,),
+        learner_probs=(1.0,),
+        opponents=((target_id,),),
+        opponent_probs=((1.0,),),
+        active_set=(target_id,),
+        layout=layout,
+        side_opponents=side_opponents,
+        side_opponent_probs=side_probs,
+    )
+
+
 PROGRESS_EVERY_S = 15.0
 """A progress line at most this often (an iteration takes about a second)."""
 
@@ -162,27 +208,29 @@ def probe(
     `games` games."""
     target = load_target(target)
     cfg = probe_config(target, seed)
+    layout = cfg.layout
     opponent: Policy
     if isinstance(target, ReferenceTarget):
+        if layout.multi_side:
+            raise ProbeError("probe: a scripted target plays one side; this game has several")
         opponent = make_opponent(target.name, cfg.game)  # refuses an unknown name first
         target_id = reference_id(target.name)
         frozen = (frozen_module_spec(cfg, target_id), {})  # scripted: no weights
+        target_side = ""
     else:
         opponent = target
-        target_id = League(cfg.league).take_snapshot(MAIN_PLAYER, iteration=0)
+        target_side = side_of(target.meta.player)
+        target_id = League(cfg.league, layout).take_snapshot(
+            player_id(MAIN, 0, target_side), iteration=0
+        )
         weights = {POLICY_PREFIX + k: v.numpy() for k, v in target.net.state_dict().items()}
-        frozen = (snapshot_module_spec(cfg), weights)
+        frozen = (snapshot_module_spec(cfg, target_side), weights)
+    learner = player_id(MAIN, 0, best_response_side(layout, target_side))
     start_ray(cfg, log)
-    plan = MatchmakingPlan(
-        learners=(MAIN_PLAYER,),
-        learner_probs=(1.0,),
-        opponents=((target_id,),),
-        opponent_probs=((1.0,),),
-        active_set=(target_id,),
-    )
+    plan = probe_plan(layout, learner, target_id)
     algo = build_ppo_config(cfg, plan).build_algo()
     try:
-        mapping = PlanMapping(plan, game_seats(cfg.game))
+        mapping = PlanMapping(plan, layout.seats)
 
         def install(runner: LeagueEnvRunner) -> list[str]:
             return runner.update_league(add={target_id: frozen}, remove=(), mapping=mapping)
@@ -204,7 +252,7 @@ def probe(
                 left = max(0.0, deadline - now) / 60
                 log(f"probe: {env_steps:,d} env steps, {left:.1f} min left")
                 reported = now
-        best_response, _ = player_policy(algo, cfg, MAIN_PLAYER)
+        best_response, _ = player_policy(algo, cfg, learner)
     finally:
         algo.stop()
     seats = evaluate(cfg.game, best_response, opponent, games // 2, greedy=True, seed=seed + 1)

@@ -103,6 +103,8 @@ def scalars(record: IterationRecord) -> dict[str, float]:
         values["league/store_write_seconds"] = league.store_seconds
         for module, rating in league.ratings.items():
             values[f"rating/{module}"] = rating
+        for module, sigma in league.rating_uncertainty.items():
+            values[f"rating_sigma/{module}"] = sigma
         for role, score in league.role_scores.items():
             values[f"role_win_rate/{role}"] = score
         for module, weight in league.nash.items():
@@ -147,7 +149,16 @@ class PrometheusSink:
         self.env_steps = Gauge("league_env_steps_total", "Env steps sampled in total.")
         self.league_size = Gauge("league_size", "Snapshots in the league registry.")
         self.active_set = Gauge("league_active_set_size", "Frozen opponents on env runners.")
-        self.rating = Gauge("league_rating", "Elo rating per module.", tag_keys=("module",))
+        self.rating = Gauge(
+            "league_rating",
+            "Rating per module: Elo, or the skill rating's mu - 3 sigma.",
+            tag_keys=("module",),
+        )
+        self.rating_sigma = Gauge(
+            "league_rating_uncertainty",
+            "Sigma of the skill rating over rankings per module (games of more seats).",
+            tag_keys=("module",),
+        )
         self.role_win_rate = Gauge(
             "league_role_win_rate", "Score against others per role.", tag_keys=("role",)
         )
@@ -165,6 +176,8 @@ class PrometheusSink:
         self.active_set.set(float(len(league.active_set)))
         for module, rating in league.ratings.items():
             self.rating.set(float(rating), tags={"module": module})
+        for module, sigma in league.rating_uncertainty.items():
+            self.rating_sigma.set(float(sigma), tags={"module": module})
         for role, score in league.role_scores.items():
             self.role_win_rate.set(float(score), tags={"role": role})
         if league.matches:

@@ -1,0 +1,152 @@
+"""The league's mixture of its snapshots, solved and exported (`league export --mixture`).
+
+Solvers, over which meta-game:
+
+- ``nash`` on the league's payoff table (win rates of the games played in training):
+  the maximin mixture; for games of two teams only (`league.core.meta`).
+- ``nash`` on the exact meta-game (OpenSpiel two-player games): every pair of
+  members' expected returns by OpenSpiel, then maximin (PSRO's restricted Nash).
+- ``least-exploitable`` (OpenSpiel two-player zero-sum games): weights minimising
+  the mixture's exact exploitability (`league.tools.least_exploitable`).
+- ``alpharank`` on the league's payoff table: alpha-rank's stationary distribution,
+  per side; defined for any number of seats, teams and sides, and not a Nash
+  equilibrium (it ranks members by how evolution under selection visits them).
+
+`auto` picks least-exploitable where it applies, else Nash where the game has two
+teams, else alpha-rank. In a game of several sides a mixture is one side's (`side`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from envs.registry import get_game
+from league.core.ids import side_of
+from league.core.league import League
+from league.core.meta import check_solver, meta_weights
+from league.core.nash import WEIGHT_FLOOR, maximin
+from league.run import RunDir
+from league.snapshot import SnapshotPolicy, load_snapshot
+
+SOLVERS = ("auto", "nash", "least-exploitable", "alpharank")
+PAYOFFS = ("auto", "exact", "league")
+
+
+class MixtureError(ValueError):
+    """A mixture that cannot be solved for this run or game (one line, why)."""
+
+
+@dataclass(frozen=True)
+class SolvedMixture:
+    members: dict[str, SnapshotPolicy]
+    weights: dict[str, float]
+    what: str
+    """What solved it, named honestly (e.g. "Nash mixture (exact payoffs)", "alpha-rank
+    mixture (league payoffs)")."""
+
+
+def league_mixture(
+    run: RunDir,
+    league: League,
+    game: str,
+    *,
+    solver: str = "auto",
+    payoff: str = "auto",
+    side: str | None = None,
+    log: Callable[[str], None] = print,
+) -> SolvedMixture:
+    """Solve the mixture of `league`'s snapshots of one side (the only side unless
+    `side` names one) with `solver` over `payoff` (see the module doc)."""
+    layout = league.layout
+    if side is None:
+        if layout.multi_side:
+            raise MixtureError(
+                f"{game} has sides {', '.join(layout.sides)}: say which one's mixture (--side)"
+            )
+        side = ""
+    if side not in layout.sides:
+        raise MixtureError(f"{game} has no side {side!r} (sides: {', '.join(layout.sides)})")
+    spiel = get_game(game).openspiel
+    two_player = layout.two_player
+    if solver == "auto":
+        if spiel and two_player and payoff == "auto":
+            solver = "least-exploitable"
+        else:
+            solver = "nash" if len(layout.teams) == 2 else "alpharank"
+    if payoff == "auto":
+        payoff = "exact" if spiel and two_player and solver == "nash" else "league"
+    snapshots = [s for s in league.snapshots if side_of(s) == side]
+    if not snapshots:
+        raise MixtureError(f"the league holds no snapshots of side {side!r}")
+    if solver in ("least-exploitable",) or payoff == "exact":
+        if not (spiel and two_player):
+            raise MixtureError(
+                f"{solver if solver == 'least-exploitable' else 'exact payoffs'} needs a "
+                f"two-player OpenSpiel game; {game} is not (use --solver alpharank or "
+                "--payoff league)"
+            )
+        players = [p for p in league.players if side_of(p) == side]
+        policies = league_policies(run, snapshots, players)
+        if solver == "least-exploitable":
+            weights = least_exploitable_mixture(game, policies, log)
+            return SolvedMixture(
+                {m: policies[m] for m in weights}, weights, "least-exploitable mixture"
+            )
+        weights = exact_nash_mixture(game, policies, log)
+        return SolvedMixture(
+            {m: policies[m] for m in weights}, weights, "Nash mixture (exact payoffs)"
+        )
+    try:
+        check_solver(solver, len(layout.teams), len(layout.sides))
+    except ValueError as err:
+        raise MixtureError(str(err)) from None
+    by_side = {s: [m for m in league.snapshots if side_of(m) == s] for s in layout.sides}
+    weights = {
+        m: w for m, w in meta_weights(league.payoff, by_side, solver).items() if side_of(m) == side
+    }
+    name = "Nash mixture" if solver == "nash" else "alpha-rank mixture"
+    members = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in weights}
+    return SolvedMixture(members, weights, f"{name} (league payoffs)")
+
+
+def league_policies(run: RunDir, snapshots: list[str], players: list[str]) -> dict[str, Any]:
+    """Every snapshot and trainable player of a run, loaded (validated) from disk."""
+    policies = {sid: load_snapshot(run.snapshot_dir(sid)) for sid in snapshots}
+    for player in players:
+        if run.player_dir(player).is_dir():
+            policies[player] = load_snapshot(run.player_dir(player))
+    return policies
+
+
+def least_exploitable_mixture(
+    game: str, policies: Mapping[str, Any], log: Callable[[str], None]
+) -> dict[str, float]:
+    """Weights over the policies of a two-player zero-sum OpenSpiel game that minimise
+    the mixture's exact exploitability (league.tools.least_exploitable)."""
+    from league.tools.least_exploitable import least_exploitable_weights
+    from league.tools.openspiel_exploitability import openspiel_game, tabular_policy
+
+    spiel_game = openspiel_game(game)
+    log(f"weighing {len(policies)} policies against exact best responses on {game}")
+    tables = [tabular_policy(spiel_game, policy) for policy in policies.values()]
+    result = least_exploitable_weights(spiel_game, tables, progress=log)
+    log(
+        f"  least exploitable: {result.exploitability:.4f} (no mixture of these members "
+        f"below {result.lower_bound:.4f}; {result.rounds} rounds)"
+    )
+    return {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
+
+
+def exact_nash_mixture(
+    game: str, policies: Mapping[str, Any], log: Callable[[str], None]
+) -> dict[str, float]:
+    """Maximin weights over the policies of a two-player OpenSpiel game, on the exact
+    meta-game (league.tools.openspiel_exploitability.exact_meta_game)."""
+    from league.tools.openspiel_exploitability import exact_meta_game
+
+    log(f"solving the exact meta-game of {len(policies)} policies on {game}")
+    matrix = exact_meta_game(game, policies, progress=log)
+    weights, _ = maximin(matrix)
+    return {m: float(w) for m, w in zip(policies, weights, strict=True) if w > WEIGHT_FLOOR}
