@@ -140,5 +140,8 @@ def test_tools_speak_n_seats(nseat_run, tmp_path, capsys):
     mixture = load_policy(out_dir)
     assert all(side_of(m) == layout.sides[-1] for m in mixture.ids)
     if layout.multi_side:  # which side's mixture must be said
-        assert main(["export", "--mixture", "--run-dir", cfg.run_dir, "--out", str(tmp_path / "x")]) == 2
+        assert (
+            main(["export", "--mixture", "--run-dir", cfg.run_dir, "--out", str(tmp_path / "x")])
+            == 2
+        )
         assert "say which one's mixture (--side)" in capsys.readouterr().err

@@ -121,7 +121,9 @@ def test_report_writes_three_valid_pngs(trained: TrainedRun, tmp_path: Path) -> 
     _check_png(paths[3])
     # Standings: every rated module once, best first (Elo in a two-player game).
     lines = paths[2].read_text().splitlines()
-    assert lines[0].split()[-1] == "Elo" and len(lines) == 1 + len(trained.state["ratings"]["ratings"])
+    assert lines[0].split()[-1] == "Elo" and len(lines) == 1 + len(
+        trained.state["ratings"]["ratings"]
+    )
     elo = [float(line.split()[2]) for line in lines[1:]]
     assert elo == sorted(elo, reverse=True)
     # The heatmap comes from the store at its latest seq: the seeding commit and
