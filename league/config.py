@@ -314,8 +314,9 @@ class TrainConfig:
     centralized_critic: bool = field(
         default=False,
         metadata=_help(
-            "With shared_vf, on simultaneous-move games (rps) only: the critic sees all "
-            "seats' observations (MAPPO-style centralized critic)."
+            "With shared_vf, on simultaneous-move games (rps, battle) only: the critic sees "
+            "all seats' observations (MAPPO-style centralized critic), or in a team game "
+            "every teammate's (the team's critic; battle's six)."
         ),
     )
     world_model: bool = field(

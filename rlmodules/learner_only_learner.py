@@ -88,12 +88,15 @@ def _flat_planes(obs_items: Any, n: int) -> np.ndarray:
 
 
 class AddGlobalObservations(ConnectorV2):
-    """Adds `GLOBAL_OBS`: every seat's observation planes at the same step, own seat first.
+    """Adds `GLOBAL_OBS`: the observation planes of a seat's critic group at the same
+    step, own seat first (every seat, or the seat's team: `SharedValueModule`).
 
     For the centralized (MAPPO-style) shared value function of simultaneous-move
-    games, where every agent acts at every env step so the agents' per-step
-    observations line up. Turn-based games are refused (agents' steps differ).
-    Reads the episodes, so frozen opponents' observations are included too.
+    games, where every agent acts at every env step from the first, so the agents'
+    per-step observations line up. A seat that left the game (dead in battle) reads
+    zeros after its last step, and a group narrower than `width` is padded with
+    zeros. Turn-based games are refused (agents' steps differ). Reads the episodes,
+    so frozen opponents' observations are included too.
     """
 
     def __init__(
@@ -102,9 +105,14 @@ class AddGlobalObservations(ConnectorV2):
         input_action_space: gym.Space | None = None,
         *,
         seats: list[str],
+        groups: dict[str, list[str]] | None = None,
     ) -> None:
         super().__init__(input_observation_space, input_action_space)
         self.seats = list(seats)
+        self.groups = {
+            seat: list(group) for seat, group in (groups or {}).items()
+        } or {seat: [seat, *(s for s in self.seats if s != seat)] for seat in self.seats}
+        self.width = max(len(g) for g in self.groups.values())
 
     def __call__(
         self, *, rl_module: Any, batch: dict[str, Any], episodes: list[Any], **kwargs: Any
@@ -115,18 +123,17 @@ class AddGlobalObservations(ConnectorV2):
         ):
             ma_episode = by_id[sa_episode.multi_agent_episode_id]
             n = len(sa_episode)
-            order = [sa_episode.agent_id] + [s for s in self.seats if s != sa_episode.agent_id]
-            parts = []
-            for seat in order:
+            own = _flat_planes(sa_episode.get_observations(slice(0, n)), n)
+            parts = [own]
+            for seat in self.groups[sa_episode.agent_id][1:]:
                 seat_episode = ma_episode.agent_episodes.get(seat)
-                if seat_episode is None or len(seat_episode) != n:
-                    raise ValueError(
-                        "centralized critic needs every seat to act at every step "
-                        "(a simultaneous-move game); seat "
-                        f"{seat!r} has {None if seat_episode is None else len(seat_episode)} "
-                        f"steps where {sa_episode.agent_id!r} has {n}"
-                    )
-                parts.append(_flat_planes(seat_episode.get_observations(slice(0, n)), n))
+                steps = 0 if seat_episode is None else min(len(seat_episode), n)
+                planes = np.zeros_like(own)
+                if steps:
+                    observed = seat_episode.get_observations(slice(0, steps))
+                    planes[:steps] = _flat_planes(observed, steps)
+                parts.append(planes)
+            parts += [np.zeros_like(own)] * (self.width - len(parts))
             self.add_n_batch_items(
                 batch,
                 GLOBAL_OBS,
@@ -395,7 +402,9 @@ class LearnerOnlyPPOLearner(LearnerOnlyModules, LeaguePPOLearner):
             if shared_vf.centralized:
                 connector.insert_after(
                     AddObservationsFromEpisodesToBatch,
-                    AddGlobalObservations(seats=shared_vf.seats),
+                    AddGlobalObservations(
+                        seats=shared_vf.seats, groups=shared_vf.critic_groups
+                    ),
                 )
         if WORLD_MODEL_ID in self.module:
             add_world_model_connectors(self)

@@ -8,9 +8,12 @@ seen by the main player inform the exploiters' values and back), and being
 
 Inputs: the acting agent's observation planes (flattened), or -- with
 `centralized=True`, for simultaneous-move (Parallel) games -- the observation
-planes of ALL seats, the acting seat's first and the others in seat order
-(MAPPO-style centralized critic; `rlmodules.learner_only_learner.AddGlobalObservations`
-puts them in the train batch under `GLOBAL_OBS`). A one-hot of the trainable
+planes of the seats its `critic_groups` entry lists, the acting seat's first: every
+seat in a game of single-seat teams (MAPPO-style centralized critic), the seat's
+team in a team game (the team's critic: it sees every teammate's observation).
+A group shorter than the widest, or a teammate out of the game (dead in battle),
+reads zeros. `rlmodules.learner_only_learner.AddGlobalObservations` puts the planes
+in the train batch under `GLOBAL_OBS`. A one-hot of the trainable
 player id is appended, because players follow different policies and so have
 different values of the same state: the critic estimates V^{pi_i}(s) for player i.
 
@@ -48,6 +51,7 @@ DEFAULT_SHARED_VF_CONFIG: dict[str, Any] = {
     "players": [],
     "centralized": False,
     "seats": [],
+    "critic_groups": {},
 }
 
 
@@ -70,7 +74,11 @@ class SharedValueModule(TorchRLModule, InferenceOnlyAPI):
         self.seats: list[str] = list(config["seats"])
         if self.centralized and not self.seats:
             raise ValueError("a centralized SharedValueModule needs model_config['seats']")
-        self.obs_size = obs_size * (len(self.seats) if self.centralized else 1)
+        self.critic_groups: dict[str, list[str]] = {
+            seat: list(group) for seat, group in dict(config["critic_groups"]).items()
+        } or {seat: [seat, *(s for s in self.seats if s != seat)] for seat in self.seats}
+        self.critic_width = max((len(g) for g in self.critic_groups.values()), default=1)
+        self.obs_size = obs_size * (self.critic_width if self.centralized else 1)
         in_size = self.obs_size + len(self.players)
         self.value_net = build_mlp(in_size, list(config["hidden_sizes"]), 1, config["activation"])
 
@@ -135,6 +143,7 @@ def shared_value_spec(
     *,
     centralized: bool = False,
     seats: list[str] | None = None,
+    critic_groups: dict[str, list[str]] | None = None,
 ) -> RLModuleSpec:
     """learner_only spec of the shared value function (explicit spaces: no agent maps to it)."""
     return RLModuleSpec(
@@ -147,6 +156,7 @@ def shared_value_spec(
             "players": list(players),
             "centralized": centralized,
             "seats": list(seats or []),
+            "critic_groups": {k: list(v) for k, v in (critic_groups or {}).items()},
         },
         learner_only=True,
     )

@@ -73,13 +73,6 @@ def trainable_players(cfg: TrainConfig) -> list[str]:
     return list(cfg.league.player_ids(None, cfg.layout.sides))
 
 
-def game_seats(game: str) -> list[str]:
-    env = get_game(game).make()
-    seats = list(env.possible_agents)
-    env.close()
-    return seats
-
-
 def snapshot_module_spec(cfg: TrainConfig, side: str = "") -> RLModuleSpec:
     """Spec of a frozen opponent on env runners: inference-only, its side's spaces."""
     obs_space, act_space = game_spaces(cfg.game, side)
@@ -127,6 +120,17 @@ def check_learner_only_switches(cfg: TrainConfig) -> None:
         raise ConfigError("curiosity_coeff > 0 needs world_model")
 
 
+def critic_groups(layout: SeatLayout) -> dict[str, list[str]]:
+    """Whose observations each seat's centralized critic reads, its own first: its team
+    in a team game (the team's critic), every seat when each team is one seat."""
+    if all(len(team.seats) == 1 for team in layout.teams):
+        return {seat: [seat, *(s for s in layout.seats if s != seat)] for seat in layout.seats}
+    return {
+        seat: [seat, *(s for s in layout.team_of(seat).seats if s != seat)]
+        for seat in layout.seats
+    }
+
+
 def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
     """Specs of the learner-only modules switched on in `cfg` (explicit spaces)."""
     specs: dict[str, Any] = {}
@@ -140,7 +144,8 @@ def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
             players,
             cfg.model_config,
             centralized=cfg.centralized_critic,
-            seats=game_seats(cfg.game),
+            seats=list(cfg.layout.seats),
+            critic_groups=critic_groups(cfg.layout),
         )
     if cfg.world_model:
         specs[WORLD_MODEL_ID] = world_model_spec(obs_space, act_space, cfg.model_config)
