@@ -109,9 +109,9 @@ class AddGlobalObservations(ConnectorV2):
     ) -> None:
         super().__init__(input_observation_space, input_action_space)
         self.seats = list(seats)
-        self.groups = {
-            seat: list(group) for seat, group in (groups or {}).items()
-        } or {seat: [seat, *(s for s in self.seats if s != seat)] for seat in self.seats}
+        self.groups = {seat: list(group) for seat, group in (groups or {}).items()} or {
+            seat: [seat, *(s for s in self.seats if s != seat)] for seat in self.seats
+        }
         self.width = max(len(g) for g in self.groups.values())
 
     def __call__(
@@ -402,9 +402,7 @@ class LearnerOnlyPPOLearner(LearnerOnlyModules, LeaguePPOLearner):
             if shared_vf.centralized:
                 connector.insert_after(
                     AddObservationsFromEpisodesToBatch,
-                    AddGlobalObservations(
-                        seats=shared_vf.seats, groups=shared_vf.critic_groups
-                    ),
+                    AddGlobalObservations(seats=shared_vf.seats, groups=shared_vf.critic_groups),
                 )
         if WORLD_MODEL_ID in self.module:
             add_world_model_connectors(self)

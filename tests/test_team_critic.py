@@ -67,9 +67,7 @@ def test_team_critic_reads_teammates_on_battle(ray_session):
         # The teammates' blocks are their own observations of the same step.
         (episode,) = [e for e in episodes if "red_0" in e.agent_episodes]
         red_1 = planes(episode, "red_1", 1)
-        rows = [
-            i for i in range(own.shape[0]) if np.array_equal(own[i].numpy(), red_1[0])
-        ]
+        rows = [i for i in range(own.shape[0]) if np.array_equal(own[i].numpy(), red_1[0])]
         assert rows, "red_1's first observation is in the batch"
         blocks = batch[GLOBAL_OBS][rows[0]].numpy().reshape(6, width)
         red_0 = planes(episode, "red_0", 1)

@@ -126,8 +126,7 @@ def critic_groups(layout: SeatLayout) -> dict[str, list[str]]:
     if all(len(team.seats) == 1 for team in layout.teams):
         return {seat: [seat, *(s for s in layout.seats if s != seat)] for seat in layout.seats}
     return {
-        seat: [seat, *(s for s in layout.team_of(seat).seats if s != seat)]
-        for seat in layout.seats
+        seat: [seat, *(s for s in layout.team_of(seat).seats if s != seat)] for seat in layout.seats
     }
 
 
