@@ -35,7 +35,8 @@ class OpenSpielGameError(ValueError):
 
 
 def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
-    """`pyspiel.load_game` for a turn-based game of two or more players, with one-line errors.
+    """`pyspiel.load_game` for a game of two or more players, with one-line errors; a
+    simultaneous-move game comes back turn-based (`pyspiel.convert_to_turn_based`).
 
     `name` may carry parameters in OpenSpiel's own syntax: `leduc_poker(players=2)`.
     """
@@ -50,6 +51,11 @@ def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
             f"(pyspiel.registered_names() lists the games)"
         ) from None
     kind = game.get_type()
+    if kind.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS:
+        # OpenSpiel's own conversion: the seats move one after another, each unseen by
+        # the others until all have moved (hidden moves), so exact measures still apply.
+        game = pyspiel.convert_to_turn_based(game)
+        kind = game.get_type()
     if game.num_players() < 2:
         raise OpenSpielGameError(
             f"OpenSpiel game {name!r} has {game.num_players()} player(s); a league needs two "

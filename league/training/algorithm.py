@@ -184,6 +184,10 @@ def league_settings(
                 "import_paths": import_roots(cfg.game),
                 "random_opening_moves": cfg.random_opening_moves,
             },
+            # RLlib's check steps a random action from the action space, illegal in most
+            # states of many games (OpenSpiel raises on it); the registry has already
+            # built and checked the env's spaces, and every move the league plays is legal.
+            disable_env_checking=True,
         )
         .framework("torch")
         .env_runners(
