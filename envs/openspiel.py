@@ -44,7 +44,7 @@ def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
 
     try:
         game = pyspiel.load_game(name, params) if params else pyspiel.load_game(name)
-    except (pyspiel.SpielError, RuntimeError, TypeError) as err:
+    except (pyspiel.SpielError, RuntimeError, TypeError, IndexError, KeyError, ValueError) as err:
         raise OpenSpielGameError(
             f"OpenSpiel cannot load {name!r}{f' with {params}' if params else ''}: "
             f"{str(err).strip().splitlines()[0] if str(err).strip() else err!r} "
