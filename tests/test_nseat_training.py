@@ -145,3 +145,36 @@ def test_tools_speak_n_seats(nseat_run, tmp_path, capsys):
             == 2
         )
         assert "say which one's mixture (--side)" in capsys.readouterr().err
+
+
+def test_a_game_of_two_sides_resumes_with_its_skill_ratings(ray_session, tmp_path):
+    settings = {
+        "env": "simple_tag",
+        "run_dir": str(tmp_path / "run"),
+        "num_env_runners": 0,
+        "num_envs_per_env_runner": 2,
+        "train_batch_size": 100,
+        "minibatch_size": 50,
+        "num_epochs": 1,
+        "hidden_sizes": [16],
+        "eval_interval": 0,
+        "checkpoint_interval": 1,
+        "dashboard": False,
+        "league": {"snapshot_step_budget": 50},
+    }
+    first = train(TrainConfig.from_dict({**settings, "stop_timesteps": 200}), log=lambda _: None)
+    run = RunDir(settings["run_dir"])
+    with open_store(None, run.path, read_only=True) as store:
+        before = store.state()
+    lines: list[str] = []
+    again = train(
+        TrainConfig.from_dict({**settings, "stop_timesteps": 400}), resume=True, log=lines.append
+    )
+    assert any(line.startswith("resumed") for line in lines), lines
+    assert again.iterations > first.iterations and again.env_steps >= 400
+    with open_store(None, run.path, read_only=True) as store:
+        after = store.state()
+    assert before["ratings"]["kind"] == after["ratings"]["kind"] == "skill"
+    sides = {side_of(s["id"]) for s in after["snapshots"]}
+    assert sides == {"adversary", "agent"}
+    assert len(after["snapshots"]) > len(before["snapshots"])
