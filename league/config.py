@@ -124,8 +124,8 @@ class TrainConfig:
         default="auto",
         metadata=_help(
             "Env runner: batched (many game copies, one forward pass per module per step; "
-            "turn-based games), rllib (RLlib's MultiAgentEnvRunner), auto (batched for "
-            "turn-based games, rllib for simultaneous-move games).",
+            "turn-based and simultaneous-move games), rllib (RLlib's MultiAgentEnvRunner), "
+            "auto (batched).",
             choices=("auto", "batched", "rllib"),
         ),
     )
@@ -358,9 +358,8 @@ class TrainConfig:
     episodes_to_numpy: bool = field(
         default=False,
         metadata=_help(
-            "RLlib's runner (env_runner rllib, simultaneous-move games): its per-step numpy "
-            "conversion of finished episodes (slow; off). The batched runner always "
-            "converts once per game."
+            "RLlib's runner (env_runner rllib): its per-step numpy conversion of finished "
+            "episodes (slow; off). The batched runners always convert once per game."
         ),
     )
 

@@ -1,16 +1,20 @@
 """Env steps/s on one game: raw PettingZoo, tuned plain RLlib PPO, and this project.
 
-`--env` takes any game reference `league train --env` takes (default connect_four).
+`--env` takes any game reference `league train --env` takes (default connect_four),
+turn-based or simultaneous-move (`--env battle`: 12 agents acting every step).
 All measured in one run, on one local Ray instance with the same CPUs, 1 env
 runner by default:
 
   (a) the game's PettingZoo env (with the league's observation adapter, which
-      finds masks in `info` for OpenSpiel games), uniform random legal moves, no RLlib;
+      finds masks in `info` for OpenSpiel games), uniform random legal moves (every
+      live agent's in a simultaneous-move game), no RLlib;
   (b) plain RLlib PPO self-play as a careful user runs it: RLlib's PettingZooEnv
-      and MultiAgentEnvRunner, `num_envs_per_env_runner=8`, `episodes_to_numpy=False`,
-      this project's network and PPO hyperparameters (so only the runner differs);
+      (ParallelPettingZooEnv for simultaneous-move games) and MultiAgentEnvRunner,
+      `num_envs_per_env_runner=8`, `episodes_to_numpy=False`, this project's
+      network and PPO hyperparameters (so only the runner differs);
+  (b') sampling alone with (b)'s runner, as (e);
   (c) this project's training in self-play mode, defaults (`--env-runner` picks
-      the runner; auto = the batched runner for turn-based games);
+      the runner; auto = the batched runner for the game's kind);
   (d) this project in league mode with a full active set (8 frozen snapshots
       seated by the matchmaking plan), league step included in each iteration;
   (e) sampling alone: the env runner's `sample()` of one train batch, no learner
@@ -18,7 +22,10 @@ runner by default:
 
 Training throughput = env steps sampled / wall time of the timed iterations (after
 one warm-up iteration), learner updates included. The learner's share of an
-iteration comes from RLlib's timers (`learner_update_timer`).
+iteration comes from RLlib's timers (`learner_update_timer`). The headline ratio,
+ours / plain RLlib's runner on the same network, is (c)/(b) for training and
+(e)/(b') for sampling alone; the figures, ratios and the machine's load average
+(1 minute, before and after) are also written to `--out` as JSON.
 
     .venv/bin/python scripts/bench_throughput.py [--env GAME] [--iterations 5] [--env-runner auto]
 
@@ -32,6 +39,10 @@ first (c). (d) and (e) use the first values.
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,14 +53,14 @@ import ray
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core import ALL_MODULES
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
-from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 from ray.rllib.utils.metrics import NUM_MODULE_STEPS_TRAINED
 from ray.tune.registry import register_env
 
-from envs.registry import get_game
+from envs.registry import game_spaces, get_game
 from league.config import TrainConfig
-from league.core.ids import is_reference_id
-from league.training.algorithm import build_algorithm_config
+from league.core.ids import is_reference_id, side_of
+from league.training.algorithm import SelfPlayMapping, build_algorithm_config, env_runner_class
 from league.training.driver import LeagueDriver
 from rlmodules.masked_policy import masked_policy_spec
 
@@ -57,6 +68,10 @@ FULL_ACTIVE_SET = 8
 
 
 def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> float:
+    """Env steps/s of uniform random legal play: one move per step in a turn-based
+    game, one move per live agent per step in a simultaneous-move one."""
+    if get_game(game).kind == "simultaneous":
+        return _raw_parallel_steps_per_s(game, seconds, seed)
     rng = np.random.default_rng(seed)
     env = get_game(game).make()
     env.reset(seed=seed)
@@ -72,23 +87,49 @@ def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> floa
     return steps / (time.perf_counter() - start)
 
 
+def _raw_parallel_steps_per_s(game: str, seconds: float, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    env = get_game(game).make()
+    observations, _ = env.reset(seed=seed)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        if not env.agents:
+            observations, _ = env.reset(seed=int(rng.integers(2**31)))
+            continue
+        actions = {
+            agent: int(rng.choice(np.flatnonzero(observations[agent]["action_mask"])))
+            for agent in env.agents
+        }
+        observations, *_ = env.step(actions)
+        steps += 1
+    return steps / (time.perf_counter() - start)
+
+
 def plain_rllib_config(game: str, num_env_runners: int, hparams: TrainConfig) -> PPOConfig:
-    """Plain RLlib PPO self-play, tuned as a careful user would, with our network."""
-    register_env("bench_game", lambda _: PettingZooEnv(get_game(game).make()))
+    """Plain RLlib PPO self-play, tuned as a careful user would, with our network:
+    RLlib's PettingZoo wrapper for the game's API (`PettingZooEnv` for turn-based,
+    `ParallelPettingZooEnv` for simultaneous-move games) and RLlib's runner; one
+    module per side (a game whose seats share their spaces has one)."""
+    wrapper = PettingZooEnv if get_game(game).kind == "turn_based" else ParallelPettingZooEnv
+    register_env("bench_game", lambda _: wrapper(get_game(game).make()))
     h = hparams
+    layout = h.layout
+    mapping = SelfPlayMapping(layout)
     return (
         PPOConfig()
         .environment("bench_game")
         .env_runners(
             num_env_runners=num_env_runners, num_envs_per_env_runner=8, episodes_to_numpy=False
         )
-        .multi_agent(
-            policies={"shared"},
-            policy_mapping_fn=lambda agent_id, episode, **kw: "shared",
-        )
+        .multi_agent(policies=set(mapping.main_of.values()), policy_mapping_fn=mapping)
         .rl_module(
             rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={"shared": masked_policy_spec(model_config=h.model_config)}
+                rl_module_specs={
+                    module: masked_policy_spec(
+                        *game_spaces(game, side_of(module)), model_config=h.model_config
+                    )
+                    for module in set(mapping.main_of.values())
+                }
             )
         )
         .training(
@@ -254,8 +295,27 @@ def main() -> None:
         help="PPO's runners sample the next batch during the update (c, d; the project's "
         "default: on); both = the first (c) without, one more (c) line with it",
     )
+    parser.add_argument(
+        "--skip-league",
+        action="store_true",
+        help="leave out (d): a league of 8 frozen snapshots takes long on games whose "
+        "learner update dominates (battle)",
+    )
+    parser.add_argument(
+        "--overrides",
+        type=json.loads,
+        default={},
+        help="TrainConfig fields as JSON for every setup, plain RLlib's network and PPO "
+        """settings included (e.g. '{"conv_filters": [[8, 3, 2]], "hidden_sizes": [64]}')""",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="JSON file for the figures and ratios (default runs/throughput/GAME.json)",
+    )
     args = parser.parse_args()
 
+    load_before = os.getloadavg()[0]
     ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     ours = TrainConfig.from_dict(
         {
@@ -267,23 +327,30 @@ def main() -> None:
             "algo": "ppo" if args.algo == "both" else args.algo,
             "num_cpus_per_learner": args.num_cpus_per_learner,
             "sample_ahead": args.sample_ahead == "on",
+            **args.overrides,
         }
     )
+    runner = env_runner_class(ours).__name__
     print(
         f"game {ours.game}: {ours.num_env_runners} env runner(s) x "
-        f"{ours.num_envs_per_env_runner} games, env_runner {ours.env_runner}, "
-        f"batch {ours.train_batch_size}, {ours.num_epochs} epochs of {ours.minibatch_size}"
+        f"{ours.num_envs_per_env_runner} games, env_runner {ours.env_runner} ({runner}), "
+        f"batch {ours.train_batch_size}, {ours.num_epochs} epochs of {ours.minibatch_size}; "
+        f"load average {load_before:.2f}"
     )
-    raw = raw_pettingzoo_steps_per_s(ours.game, args.raw_seconds)
+    figures: dict[str, float] = {}
+    raw = figures["a_raw"] = raw_pettingzoo_steps_per_s(ours.game, args.raw_seconds)
     print(f"(a) raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
-    plain = None
+    plain = plain_sampling = None
     if not args.skip_plain:
         algo = plain_rllib_config(ours.game, args.num_env_runners, ours).build_algo()
         try:
             plain = time_training(algo, args.iterations)
+            print(f"(b) plain RLlib PPO, tuned:           {plain}", flush=True)
+            plain_sampling = sampling_only(algo, args.iterations)
+            print(f"(b') plain RLlib sampling alone:      {plain_sampling:9,.0f} env steps/s")
         finally:
             algo.stop()
-        print(f"(b) plain RLlib PPO, tuned:           {plain}", flush=True)
+        figures["b_plain"], figures["b_plain_sampling"] = plain.rate, plain_sampling
     algo = build_algorithm_config(ours.replace(mode="selfplay")).build_algo()
     try:
         selfplay = time_training(algo, args.iterations)
@@ -291,6 +358,7 @@ def main() -> None:
         sampling = sampling_only(algo, args.iterations)
     finally:
         algo.stop()
+    figures["c_selfplay"] = selfplay.rate
     variants: list[dict[str, Any]] = [{"num_learners": n} for n in args.num_learners[1:]]
     if args.sample_ahead == "both":
         variants += [{"sample_ahead": True}]
@@ -305,23 +373,60 @@ def main() -> None:
         finally:
             algo.stop()
         label = ", ".join(f"{k} {v}" for k, v in changes.items())
+        figures[f"c_{label}"] = other.rate
         print(
             f"(c) with {label}: {other}  ({other.rate / selfplay.rate:.2f}x the first (c))",
             flush=True,
         )
-    league = league_training(ours, args.iterations)
-    print(f"(d) this project, league ({FULL_ACTIVE_SET} frozen):  {league}", flush=True)
+    league = None if args.skip_league else league_training(ours, args.iterations)
+    figures["e_sampling"] = sampling
+    if league is not None:
+        figures["d_league"] = league.rate
+        print(f"(d) this project, league ({FULL_ACTIVE_SET} frozen):  {league}", flush=True)
     print(f"(e) sampling alone (self-play):       {sampling:9,.0f} env steps/s", flush=True)
-    ratios = [
-        f"(e)/(a) = {sampling / raw:.2f}",
-        f"(d)/(c) = {league.rate / selfplay.rate:.2f}",
-        f"(c)/(a) = {selfplay.rate / raw:.2f}",
-    ]
-    if plain is not None:
-        ratios.insert(0, f"(c)/(b) = {selfplay.rate / plain.rate:.2f}x")
-        ratios.insert(1, f"(d)/(b) = {league.rate / plain.rate:.2f}x")
-    print("ratios: " + "   ".join(ratios))
+    ratios = {"(e)/(a)": sampling / raw, "(c)/(a)": selfplay.rate / raw}
+    if league is not None:
+        ratios["(d)/(c)"] = league.rate / selfplay.rate
+    if plain is not None and plain_sampling is not None:
+        training_ratio = selfplay.rate / plain.rate
+        sampling_ratio = sampling / plain_sampling
+        ratios = {"(c)/(b)": training_ratio, "(e)/(b')": sampling_ratio, **ratios}
+        if league is not None:
+            ratios["(d)/(b)"] = league.rate / plain.rate
+        print(
+            f"ours ({runner}) / plain RLlib MultiAgentEnvRunner, same network: "
+            f"training {training_ratio:.2f}x, sampling alone {sampling_ratio:.2f}x"
+        )
+    print("ratios: " + "   ".join(f"{name} = {value:.2f}" for name, value in ratios.items()))
     ray.shutdown()
+    load_after = os.getloadavg()[0]
+    print(f"load average {load_before:.2f} before, {load_after:.2f} after")
+    out = Path(args.out or f"runs/throughput/{_file_name(ours.game)}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "game": ours.game,
+                "command": " ".join(sys.argv),
+                "runner": runner,
+                "num_env_runners": ours.num_env_runners,
+                "num_envs_per_env_runner": ours.num_envs_per_env_runner,
+                "iterations": args.iterations,
+                "overrides": args.overrides,
+                "env_steps_per_s": figures,
+                "ratios": ratios,
+                "load_average": {"before": load_before, "after": load_after},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    print(f"wrote {out}")
+
+
+def _file_name(game: str) -> str:
+    """A game id as a file name (ids may carry kwargs as JSON)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", game).strip("_")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from episode_data import agent_data
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
-from ray.rllib.utils.metrics import WEIGHTS_SEQ_NO
 
 from envs.adapters import make_rllib_env
 from league.config import ConfigError, TrainConfig
@@ -25,6 +25,7 @@ from league.training.algorithm import (
 )
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.env_runner import LeagueEnvRunner, PlanMapping
+from league.training.parallel_env_runner import BatchedSimultaneousEnvRunner
 
 
 def _config(game: str = "tictactoe", **overrides):
@@ -42,26 +43,6 @@ def _config(game: str = "tictactoe", **overrides):
     return cfg, build_ppo_config(cfg)
 
 
-def _agent_data(episode: MultiAgentEpisode) -> dict[str, dict]:
-    """Per agent, everything a learner reads, from a numpy episode."""
-    assert episode.is_numpy
-    data = {}
-    for agent, sa in episode.agent_episodes.items():
-        data[agent] = {
-            "module": sa.module_id,
-            "obs": np.asarray(sa.get_observations()["observation"]).tolist(),
-            "mask": np.asarray(sa.get_observations()["action_mask"]).tolist(),
-            "actions": np.asarray(sa.get_actions()).tolist(),
-            "rewards": np.asarray(sa.get_rewards()).tolist(),
-            "terminated": sa.is_terminated,
-            "truncated": sa.is_truncated,
-            # RLlib's runner also stores its weights' sequence number, which no
-            # learner reads; the batched runner leaves it out.
-            "extra": sorted(set(sa.extra_model_outputs) - {WEIGHTS_SEQ_NO}),
-        }
-    return data
-
-
 @pytest.mark.parametrize("game", ["tictactoe", "connect_four"])
 def test_same_moves_give_the_same_episodes_as_rllibs_runner(ray_session, game):
     _, config = _config(game)
@@ -77,7 +58,7 @@ def test_same_moves_give_the_same_episodes_as_rllibs_runner(ray_session, game):
         assert episode.is_done and episode.is_terminated
         assert len(episode) == len(reference)
         assert episode.env_t_started == 0
-        assert _agent_data(episode) == _agent_data(reference)
+        assert agent_data(episode) == agent_data(reference)
         assert episode.get_return() == reference.get_return()
 
 
@@ -162,9 +143,10 @@ def test_runner_choice():
     assert env_runner_class(cfg) is BatchedLeagueEnvRunner  # the default: auto
     assert env_runner_class(cfg.replace(env_runner="rllib")) is LeagueEnvRunner
     assert env_runner_class(cfg.replace(env_runner="batched")) is BatchedLeagueEnvRunner
+    # Simultaneous-move games have their own batched runner (test_parallel_env_runner.py).
     rps = TrainConfig.from_dict({"env": "rps", "env_runner": "auto"})
-    assert env_runner_class(rps) is LeagueEnvRunner  # auto: simultaneous moves
-    with pytest.raises(ConfigError, match="turn-based"):
-        env_runner_class(rps.replace(env_runner="batched"))
+    assert env_runner_class(rps) is BatchedSimultaneousEnvRunner
+    assert env_runner_class(rps.replace(env_runner="batched")) is BatchedSimultaneousEnvRunner
+    assert env_runner_class(rps.replace(env_runner="rllib")) is LeagueEnvRunner
     with pytest.raises(ConfigError, match="env_runner|runner"):
         TrainConfig.from_dict({"env": "tictactoe", "env_runner": "fast"})

@@ -2,15 +2,17 @@
 
 `nim` is a real two-player AEC game in the shape the registry's games are not: a
 `Dict` observation without an action mask (flattened by the league) and the mask
-in `info`, as OpenSpiel's games through shimmy give it. The other callables are
-broken on purpose, one problem each, for the one-line errors.
+in `info`, as OpenSpiel's games through shimmy give it. `leave_early` is a
+simultaneous-move (Parallel API) game whose seats leave at different steps, some
+terminated, some truncated. The other callables are broken on purpose, one problem
+each, for the one-line errors.
 """
 
 from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
-from pettingzoo import AECEnv
+from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import AgentSelector
 
 MAX_TAKE = 3
@@ -110,3 +112,69 @@ def not_an_env() -> dict:
 
 
 NOT_CALLABLE = 3
+
+
+class LeaveEarly(ParallelEnv):
+    """Three seats move at once for `rounds` rounds; `player_2` is out (terminated)
+    after round `leave_at`, `player_1` is cut off (truncated) after round `cut_at`,
+    `player_0` plays to the end (terminated). Each round a seat earns its move minus
+    the mean of the other live seats' moves; move `round % 3` is illegal.
+
+    With `cut_at == rounds` the last two seats end differently in the same round (one
+    terminated, one truncated), so RLlib's wrapper sets neither `__all__`.
+    """
+
+    metadata = {"name": "leave_early_v0", "render_modes": []}
+
+    def __init__(self, rounds: int = 6, leave_at: int = 2, cut_at: int = 4):
+        self.rounds, self.leave_at, self.cut_at = rounds, leave_at, cut_at
+        self.possible_agents = ["player_0", "player_1", "player_2"]
+        self._obs_space = gym.spaces.Dict(
+            {
+                "observation": gym.spaces.Box(-10.0, 10.0, (4,), np.float32),
+                "action_mask": gym.spaces.Box(0, 1, (MAX_TAKE,), np.int8),
+            }
+        )
+        self._act_space = gym.spaces.Discrete(MAX_TAKE)
+
+    def observation_space(self, agent):
+        return self._obs_space
+
+    def action_space(self, agent):
+        return self._act_space
+
+    def _observe(self, agent: str, last: dict[str, int]) -> dict[str, np.ndarray]:
+        others = [move for seat, move in last.items() if seat != agent]
+        mask = np.ones(MAX_TAKE, np.int8)
+        mask[self.round % MAX_TAKE] = 0
+        features = [self.round, last.get(agent, -1), sum(others), len(self.agents)]
+        return {"observation": np.asarray(features, np.float32), "action_mask": mask}
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        self.round = 0
+        return {a: self._observe(a, {}) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        moves = {a: int(actions[a]) for a in self.agents if a in actions}
+        self.round += 1
+        rewards = {}
+        for agent, move in moves.items():
+            others = [m for a, m in moves.items() if a != agent]
+            rewards[agent] = float(move - (np.mean(others) if others else 0.0))
+        terminations = {a: False for a in self.agents}
+        truncations = {a: False for a in self.agents}
+        if "player_2" in terminations and self.round >= self.leave_at:
+            terminations["player_2"] = True
+        if "player_1" in truncations and self.round >= self.cut_at:
+            truncations["player_1"] = True
+        if self.round >= self.rounds:
+            terminations["player_0"] = True
+        observations = {a: self._observe(a, moves) for a in self.agents}
+        infos = {a: {"round": self.round} for a in self.agents}
+        self.agents = [a for a in self.agents if not (terminations[a] or truncations[a])]
+        return observations, rewards, terminations, truncations, infos
+
+
+def leave_early(rounds: int = 6, leave_at: int = 2, cut_at: int = 4) -> LeaveEarly:
+    return LeaveEarly(rounds, leave_at, cut_at)

@@ -33,6 +33,7 @@ from league.core.seats import SeatLayout
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.data_parallel import DataParallelAPPOConfig, DataParallelPPOConfig
 from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
+from league.training.parallel_env_runner import BatchedSimultaneousEnvRunner
 from league.training.sample_ahead import SampleAheadPPO
 from rlmodules.league_learner import LeagueAPPOLearner, LeaguePPOLearner
 from rlmodules.learner_only_learner import (
@@ -89,16 +90,13 @@ def frozen_module_spec(cfg: TrainConfig, module_id: str) -> RLModuleSpec:
 
 
 def env_runner_class(cfg: TrainConfig) -> type[LeagueEnvRunner]:
-    """The runner for `cfg.env_runner`: batched needs a turn-based game."""
-    turn_based = get_game(cfg.game).kind == "turn_based"
-    if cfg.env_runner == "batched" and not turn_based:
-        raise ConfigError(
-            f"env_runner batched needs a turn-based game; {cfg.game!r} is simultaneous-move "
-            "(use env_runner rllib or auto)"
-        )
-    if cfg.env_runner == "rllib" or not turn_based:
+    """The runner for `cfg.env_runner`: RLlib's (`rllib`), else the batched runner
+    for the game's kind (`batched`, `auto`): turn-based or simultaneous moves."""
+    if cfg.env_runner == "rllib":
         return LeagueEnvRunner
-    return BatchedLeagueEnvRunner
+    if get_game(cfg.game).kind == "turn_based":
+        return BatchedLeagueEnvRunner
+    return BatchedSimultaneousEnvRunner
 
 
 def check_learner_only_switches(cfg: TrainConfig) -> None:
