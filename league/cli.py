@@ -179,56 +179,127 @@ def _parse_options(f: dataclasses.Field[Any], hint: Any) -> dict[str, Any]:
     return {"type": _optional(inner) if optional else inner, "metavar": metavar}
 
 
+# `league train --help` shows these, grouped, with a one-line help each; `--help-all`
+# shows every setting with its full help.
+MAIN_FLAGS: dict[str, dict[str, str]] = {
+    "game": {
+        "env": "registry name, package.module:callable or openspiel:GAME(k=v)",
+        "env_kwargs": "the game's keyword arguments",
+        "teams": "team name -> its seats; {} = the game's own teams",
+    },
+    "run": {
+        "mode": "league or selfplay",
+        "run_dir": "checkpoints, snapshots, logs",
+        "stop_minutes": "wall-clock budget",
+        "seed": "random seed",
+        "store": "league store URL; none = SQLite in the run dir",
+    },
+    "resources": {
+        "num_env_runners": "env-runner actors",
+        "num_learners": "learner actors (0 = in this process)",
+        "num_gpus_per_learner": "GPUs per learner",
+    },
+    "algorithm": {"algo": "ppo or appo", "lr": "learning rate", "entropy_coeff": "entropy bonus"},
+    "network": {"hidden_sizes": "MLP layer sizes", "encoder": "auto, mlp or conv"},
+    "league": {
+        "league.opponent_sampling": "pfsp, nash or alpharank",
+        "league.ratings": "elo, skill (rankings) or auto",
+    },
+    "evaluation": {"eval_interval": "evaluate every N iterations"},
+}
+
+
+def _brief_help(key: str, f: dataclasses.Field[Any]) -> str:
+    text = next(helps[key] for helps in MAIN_FLAGS.values() if key in helps)
+    return f"{text} ({_show(_field_default(f))})".replace("%", "%%")
+
+
+class _HelpAll(argparse.Action):
+    """Print every setting with its full help (the brief --help shows the main ones)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        show_every_setting(parser)
+        parser.print_help()
+        parser.exit()
+
+
+def show_every_setting(parser: argparse.ArgumentParser) -> None:
+    """Turn `league train`'s brief help into the full one (--help-all, the docs page)."""
+    for action in parser._actions:
+        full = getattr(action, "full_help", None)
+        if full is not None:
+            action.help = full
+    for group in parser._action_groups:
+        if getattr(group, "full_description", None) is not None:
+            group.description = group.full_description
+
+
 def _add_field_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per TrainConfig field; nested sections (league) get a help group."""
+    """One flag per TrainConfig field. --help lists the main ones in MAIN_FLAGS' groups;
+    the rest keep their full help for --help-all, in their section's group."""
+    main = {name: group for group, helps in MAIN_FLAGS.items() for name in helps}
+    shown = {group: p.add_argument_group(f"{group} flags") for group in MAIN_FLAGS}
     sections = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    more = p.add_argument_group("more flags (league train --help-all)")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for path, f, hint in _leaf_fields(TrainConfig):
-        container: argparse._ActionsContainer = p
-        if len(path) > 1:
+        key = ".".join(path)
+        container: argparse._ActionsContainer = more
+        if key in main:
+            container = shown[main[key]]
+        elif len(path) > 1:
             if path[0] not in groups:
                 groups[path[0]] = _section_group(p, sections[path[0]])
             container = groups[path[0]]
-        container.add_argument(
+        action = container.add_argument(
             _flag(path),
             dest=_dest(path),
             # Absent flags stay absent, so they never mask the config file or a resumed run.
             default=argparse.SUPPRESS,
-            help=_field_help(f),
+            help=_brief_help(key, f) if key in main else argparse.SUPPRESS,
             **_parse_options(f, hint),
         )
+        action.full_help = _field_help(f)  # type: ignore[attr-defined]
 
 
 def _section_group(
     p: argparse.ArgumentParser, f: dataclasses.Field[Any]
 ) -> argparse._ArgumentGroup:
-    return p.add_argument_group(
-        f"{f.name} flags",
+    group = p.add_argument_group(f"{f.name} flags (all)")
+    # Shown by --help-all only: under --help the group has no visible flag.
+    group.full_description = (  # type: ignore[attr-defined]
         f"{_help_text(f)} Also settable as the `{f.name}:` mapping of --config; each flag "
-        "overrides one key of it.",
+        "overrides one key of it."
     )
+    return group
 
 
 def _train_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
         help="train players by self-play",
-        description="Train by self-play. Every TrainConfig field (league/config.py) is a "
-        "flag. A flag overrides --config, which overrides the stored config of a --resume'd "
-        "run, which overrides the defaults.",
+        usage="league train [--config FILE] [--resume] [--FLAG VALUE ...]",
+        description="Train a league (or plain self-play) on a game. Every setting is a flag "
+        "and a config-file key; a flag overrides --config, which overrides a --resume'd "
+        "run's stored config, which overrides the game's defaults (the generic ones are in "
+        "brackets). The main flags; --help-all lists every setting:",
     )
+    p.add_argument("--help-all", action=_HelpAll, help="show every setting (docs/configuration.md)")
     p.add_argument("--config", help="YAML or TOML file with TrainConfig fields")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-    p.add_argument(
-        "--address",
-        help="Ray cluster address (auto, ray://host:10001, host:6379): train in the detached "
-        "league-coordinator actor there instead of in this process",
-    )
-    p.add_argument(
-        "--detach",
-        action="store_true",
-        help="with --address: return once the coordinator runs (query it with `league status`)",
-    )
+    cluster = {
+        "--address": "Ray cluster address (auto, ray://host:10001, host:6379): train in the "
+        "detached league-coordinator actor there instead of in this process",
+        "--detach": "with --address: return once the coordinator runs (query it with "
+        "`league status`)",
+    }
+    for flag, text in cluster.items():
+        extra = {"action": "store_true"} if flag == "--detach" else {}
+        action = p.add_argument(flag, help=argparse.SUPPRESS, **extra)
+        action.full_help = text  # type: ignore[attr-defined]
     _add_field_flags(p)
 
 

@@ -139,7 +139,7 @@ class TrainConfig:
     num_cpus: int | None = field(
         default=None, metadata=_help("CPUs for a local Ray instance (none = all).")
     )
-    # Scaling out: learner actors and where env runners go (README "Scaling out")
+    # Scaling out: learner actors and where env runners go (docs/cluster.md, "Scaling out")
     num_learners: int = field(
         default=0,
         metadata=_help(

@@ -64,6 +64,7 @@ from league.tools.evaluation import evaluate, play_game
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
 from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
 from league.tools.openspiel_exploitability import nash_conv
+from league.tools.results import append_result
 from league.tools.tactics import connect_four_tactics
 
 MODES = ("selfplay", "league")
@@ -368,6 +369,17 @@ def main() -> None:
         figures = " | ".join(f"{k} {v:.4f}" if v % 1 else f"{k} {v:.0f}" for k, v in row.items())
         budget = f"{total:>9,d} env steps ({main_steps:,d} main)" if total else ""
         print(f"{game:12s} {mode:28s} {budget:36s} | {figures}")
+        append_result(
+            "league_quality",
+            {
+                "game": game,
+                "run": mode,
+                "minutes": args.minutes,
+                "env_steps": total,
+                "main_env_steps": main_steps,
+                "figures": {k: float(v) for k, v in row.items()},
+            },
+        )
 
 
 if __name__ == "__main__":

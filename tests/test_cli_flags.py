@@ -55,21 +55,40 @@ def test_every_field_has_a_flag():
 
 
 def test_flag_help_is_the_field_help_plus_default():
+    """--help-all's text for each flag (the brief --help shortens the main ones)."""
     actions = flag_actions()
     for flag, f in expected_flags().items():
-        assert f.metadata["help"] in actions[flag].help, flag
-        assert "(default: " in actions[flag].help, flag
-    assert actions["--lr"].help.endswith("(default: 0.0003)")
-    assert actions["--hidden-sizes"].help.endswith("(default: 256 256)")
-    assert actions["--stop-timesteps"].help.endswith("(default: none)")
+        assert f.metadata["help"] in actions[flag].full_help, flag
+        assert "(default: " in actions[flag].full_help, flag
+    assert actions["--lr"].full_help.endswith("(default: 0.0003)")
+    assert actions["--hidden-sizes"].full_help.endswith("(default: 256 256)")
+    assert actions["--stop-timesteps"].full_help.endswith("(default: none)")
 
 
-def test_help_renders_and_lists_choices():
-    text = train_parser().format_help()
+def _help_output(capsys, flag: str) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", flag])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_all_renders_every_flag_and_lists_choices(capsys):
+    text = _help_output(capsys, "--help-all")
     assert "--mode {league,selfplay}" in text
     assert "--env TEXT" in text and "openspiel:GAME" in text
     assert "--env-kwargs JSON" in text and "--conv-filters JSON" in text
     assert "--league.max-snapshots INT" in text
+    assert all(flag in text for flag in expected_flags())
+    assert "--address" in text and "--detach" in text
+
+
+def test_brief_help_is_grouped_and_short(capsys):
+    text = _help_output(capsys, "--help")
+    assert len(text.splitlines()) <= 60, len(text.splitlines())
+    for group in ("game", "run", "resources", "algorithm", "network", "league", "evaluation"):
+        assert f"\n{group} flags:\n" in text, group
+    assert "--env TEXT" in text and "--help-all" in text
+    assert "--conv-filters" not in text  # a knob for --help-all
 
 
 def test_json_flags_parse_and_refuse_bad_json(capsys):

@@ -440,6 +440,7 @@ def train_flags() -> set[str]:
 DOCUMENTED = [
     *sorted(p.relative_to(ROOT).as_posix() for p in DEPLOY.rglob("*") if p.is_file()),
     "README.md",
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
 ]
 
 
@@ -455,12 +456,14 @@ def test_every_league_train_flag_named_exists(name: str) -> None:
 
 
 def test_the_flag_extraction_sees_the_commands() -> None:
-    """The extraction is not vacuous: it finds the deploy files' and README's flags."""
+    """The extraction is not vacuous: it finds the deploy files', the docs' and README's flags."""
     rayjob = train_commands((KUBERAY / "rayjob.yaml").read_text())
     assert any("--stop-minutes" in c and "--store" in c for c in rayjob)  # folded YAML
-    readme = " ".join(train_commands((ROOT / "README.md").read_text()))
+    cluster = " ".join(train_commands((ROOT / "docs" / "cluster.md").read_text()))
     for flag in ("--num-learners", "--num-gpus-per-learner", "--env-runner-resources"):
-        assert flag in readme
+        assert flag in cluster
+    readme = " ".join(train_commands((ROOT / "README.md").read_text()))
+    assert "--env-kwargs" in readme and "--stop-minutes" in readme
     assert "--no-such-flag" not in train_flags()
     assert FLAG.findall(train_commands("league train --bogus 1 \\\n  --run-dir x")[0]) == [
         "--bogus",
