@@ -4,6 +4,10 @@ On both store backends (SQLite with PPO, Redis with APPO): after the kill the st
 ahead of the last checkpoint; resuming rolls it back to the checkpoint's sequence
 number (the documented rule), so league size, payoff, ratings and match counts equal
 those at the checkpoint, and training continues from there.
+
+The Redis server wants a password, given in the URL of the first run: no file of the
+run dir holds it, and the resume finds the store from config.json with the password
+from LEAGUE_STORE_PASSWORD (league.store.secrets).
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ league:
 """
 
 
+SECRET = "pw-9f3c1e7a-never-in-files"
+
+
 def league_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "league.cli", *args]
 
@@ -57,8 +64,10 @@ def test_sigkill_then_resume_rolls_back_to_the_checkpoint(store, algo, tmp_path)
     if store == "sqlite":
         kill_then_resume(None, tmp_path, "--algo", algo)
         return
-    with RedisServer(tmp_path / "redis") as server:
+    with RedisServer(tmp_path / "redis", password=SECRET) as server:
         kill_then_resume(server.url(db=3), tmp_path, "--algo", algo)
+    files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert files and not [p for p in files if SECRET.encode() in p.read_bytes()]
 
 
 def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None:
@@ -106,6 +115,10 @@ def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None
     assert at_checkpoint is not None and later_ids
 
     target = latest["env_steps"] + 600
+    if store_url:  # config.json names the store; the password comes from the environment
+        assert SECRET not in (run_dir / "config.json").read_text()
+        base = base[: base.index("--store")]
+        env["LEAGUE_STORE_PASSWORD"] = SECRET
     resumed = subprocess.run(
         league_cmd(*base, "--resume", "--stop-timesteps", str(target)),
         capture_output=True,

@@ -15,6 +15,13 @@ from league.store.base import (
     StoreUnavailableError,
     redacted_url,
 )
+from league.store.secrets import (
+    PASSWORD_VARIABLE,
+    MissingVariableError,
+    expand_env,
+    literal_password,
+    url_for_files,
+)
 from league.store.sqlite import SQLiteStore
 
 
@@ -33,6 +40,8 @@ def open_store(
     - ``sqlite:///abs/path.sqlite``: that file (everything after ``sqlite://``
       is the path, so three slashes give an absolute path);
     - ``redis://[user][:password@]host:port/db`` or ``rediss://`` (TLS): Redis,
+      the password best given as ``${NAME}``, an environment variable read here
+      (``league.store.secrets``), so that no file holds it;
       keys under ``namespace`` (several leagues can share one Redis). Pinged at
       open, so a wrong host fails now with ``StoreUnavailableError`` and a
       wrong password with ``StoreError``, not at the first commit.
@@ -42,6 +51,11 @@ def open_store(
     SQLite file without creating, converting or writing anything; a missing file is
     an error, not a new store.
     """
+    if url is not None:
+        try:
+            url = expand_env(url)
+        except MissingVariableError as err:
+            raise StoreError(str(err)) from None
     if url is None or url == "sqlite":
         return SQLiteStore(RunDir(run_dir).store_file, keep_states=keep_states, read_only=read_only)
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
@@ -66,6 +80,11 @@ def open_store(
 
 
 __all__ = [
+    "PASSWORD_VARIABLE",
+    "MissingVariableError",
+    "expand_env",
+    "literal_password",
+    "url_for_files",
     "DEFAULT_KEEP_STATES",
     "DEFAULT_NAMESPACE",
     "SUPPORTED_SCHEMES",

@@ -29,7 +29,14 @@ from league.config import ConfigError, TrainConfig
 from league.core.outcomes import SeatRecord
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, write_json_atomic
 from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata, save_snapshot
-from league.store import LeagueStore, open_store
+from league.store import (
+    PASSWORD_VARIABLE,
+    LeagueStore,
+    literal_password,
+    open_store,
+    redacted_url,
+    url_for_files,
+)
 from league.tools.evaluation import evaluate
 from league.training.algorithm import (
     build_algorithm_config,
@@ -87,18 +94,34 @@ def evaluate_against_references(
     }
 
 
-def prepare_run(cfg: TrainConfig, resume: bool) -> tuple[RunDir, dict[str, Any] | None]:
-    """Check the run dir for a new run or a resume; write config.json for a new run."""
+def config_for_files(cfg: TrainConfig) -> dict[str, Any]:
+    """The run's config as config.json holds it: the store URL without a password."""
+    return {**cfg.to_dict(), "store": url_for_files(cfg.store)}
+
+
+def prepare_run(
+    cfg: TrainConfig, resume: bool, log: Callable[[str], None] = print
+) -> tuple[RunDir, dict[str, Any] | None]:
+    """Check the run dir for a new run or a resume; write config.json for a new run
+    (and rewrite a resumed run's config.json that still holds a store password)."""
     run = RunDir(cfg.run_dir)
+    if literal_password(cfg.store):
+        log(
+            f"the store URL's password is not written to files: config.json keeps "
+            f"${{{PASSWORD_VARIABLE}}}; export {PASSWORD_VARIABLE} (or pass --store) to resume"
+        )
     if resume:
-        return run, run.latest_checkpoint()
+        latest = run.latest_checkpoint()
+        if literal_password(run.load_config().get("store")):  # a run dir from before
+            write_json_atomic(run.config_file, config_for_files(cfg))
+        return run, latest
     if run.latest_file.is_file():
         raise RunDirError(
             f"run dir {str(run.path)!r} already holds a run; pass --resume to continue it "
             "or choose another --run-dir"
         )
     run.path.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run.config_file, cfg.to_dict())
+    write_json_atomic(run.config_file, config_for_files(cfg))
     return run, None
 
 
@@ -302,13 +325,14 @@ def train(
     control: TrainControl | None = None,
 ) -> TrainingSummary:
     """Train until a stop condition; checkpoint periodically and at the end."""
-    run, latest = prepare_run(cfg, resume)
+    run, latest = prepare_run(cfg, resume, log)
     progress = recorded_progress(run, latest)  # a hand-broken latest.json fails before Ray
     store = open_store(cfg.store, run.path) if cfg.mode == "league" else None
     if store is not None and latest is None and store.seq() > 0:
         store.close()
         raise RunDirError(
-            f"the league store {cfg.store or 'in ' + str(run.path)} already holds a league "
+            f"the league store {redacted_url(cfg.store) if cfg.store else 'in ' + str(run.path)} "
+            "already holds a league "
             f"(seq {store.seq()}); pass --resume, or use another store or namespace"
         )
     start_ray(cfg, log)
