@@ -35,7 +35,7 @@ from league.core.config import field_help as _help
 from league.core.ids import MAIN, parse_module_id
 from league.core.league import check_league_fits_layout
 from league.core.seats import SeatLayout
-from league.store.base import SUPPORTED_SCHEMES
+from league.store.base import DEFAULT_KEEP_MATCHES, SUPPORTED_SCHEMES
 from rlmodules.network_options import (
     ACTIVATION_NAMES,
     DEFAULT_ACTIVATION,
@@ -348,7 +348,16 @@ class TrainConfig:
         default=None,
         metadata=_help(
             "League store URL: none = SQLite file in the run dir; sqlite:///path; "
-            "redis://[:password@]host:port/db or rediss:// (TLS)."
+            "redis://[:password@]host:port/db or rediss:// (TLS). Name the password as an "
+            "environment variable, redis://:${NAME}@host:port/db: no file holds it then."
+        ),
+    )
+    store_retention: int = field(
+        default=DEFAULT_KEEP_MATCHES,
+        metadata=_help(
+            "Match records the league store keeps; older iterations' matches are folded "
+            "into per-matchup game counts, so the store stays near a fixed size (about "
+            "300 bytes a match on two-player games). 0 = keep every match."
         ),
     )
     league: LeagueConfig = field(
@@ -410,6 +419,7 @@ class TrainConfig:
             "eval_interval",
             "eval_games",
             "checkpoint_interval",
+            "store_retention",
             "random_opening_moves",
         ):
             if getattr(self, name) < 0:
@@ -482,6 +492,7 @@ class TrainConfig:
             ("random_opening_moves", 1000),
             ("anneal_steps", 10**12),
             ("magnet_interval", 10**9),
+            ("store_retention", 10**9),
         )
         for name, high in ints:
             if getattr(self, name) > high:

@@ -5,9 +5,11 @@ from urllib.parse import urlsplit
 
 from league.run.dir import RunDir
 from league.store.base import (
+    DEFAULT_KEEP_MATCHES,
     DEFAULT_KEEP_STATES,
     DEFAULT_NAMESPACE,
     SUPPORTED_SCHEMES,
+    FoldedMatches,
     LeagueStore,
     RetryPolicy,
     StoreConflictError,
@@ -31,6 +33,7 @@ def open_store(
     *,
     namespace: str = DEFAULT_NAMESPACE,
     keep_states: int = DEFAULT_KEEP_STATES,
+    keep_matches: int = DEFAULT_KEEP_MATCHES,
     retry: RetryPolicy | None = None,
     read_only: bool = False,
 ) -> LeagueStore:
@@ -46,6 +49,8 @@ def open_store(
       open, so a wrong host fails now with ``StoreUnavailableError`` and a
       wrong password with ``StoreError``, not at the first commit.
 
+    ``keep_matches`` bounds the match log (older matches are folded into per-matchup
+    counts, ``LeagueStore.folded_matches``; 0 keeps every match).
     ``retry`` only matters for Redis (SQLite has no network to retry).
     ``read_only`` (the commands that only look: snapshots, report, export) opens an
     SQLite file without creating, converting or writing anything; a missing file is
@@ -57,7 +62,10 @@ def open_store(
         except MissingVariableError as err:
             raise StoreError(str(err)) from None
     if url is None or url == "sqlite":
-        return SQLiteStore(RunDir(run_dir).store_file, keep_states=keep_states, read_only=read_only)
+        path = RunDir(run_dir).store_file
+        return SQLiteStore(
+            path, keep_states=keep_states, keep_matches=keep_matches, read_only=read_only
+        )
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme == "sqlite":
         parts = urlsplit(url)
@@ -66,12 +74,19 @@ def open_store(
                 f"sqlite URL must be sqlite:///path (no host), got {redacted_url(url)!r}"
             )
         path = Path(parts.path) if parts.path else RunDir(run_dir).store_file
-        return SQLiteStore(path, keep_states=keep_states, read_only=read_only)
+        return SQLiteStore(
+            path, keep_states=keep_states, keep_matches=keep_matches, read_only=read_only
+        )
     if scheme in ("redis", "rediss"):
         from league.store.redis import RedisStore
 
         return RedisStore(
-            url, namespace=namespace, keep_states=keep_states, retry=retry, read_only=read_only
+            url,
+            namespace=namespace,
+            keep_states=keep_states,
+            keep_matches=keep_matches,
+            retry=retry,
+            read_only=read_only,
         )
     raise StoreError(
         f"unsupported store URL scheme {scheme or '(none)'!r} in {redacted_url(url)!r}; "
@@ -80,6 +95,8 @@ def open_store(
 
 
 __all__ = [
+    "DEFAULT_KEEP_MATCHES",
+    "FoldedMatches",
     "PASSWORD_VARIABLE",
     "MissingVariableError",
     "expand_env",

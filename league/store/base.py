@@ -25,6 +25,14 @@ an iteration (hundreds of KB at 1000 snapshots, a few ms to write) and a full
 copy makes every kept seq self-contained, which is what ``rollback`` and
 checkpoint resume need. ``keep_states`` bounds the space.
 
+The match log is bounded too (``keep_matches``, the ``store_retention`` setting):
+past it, the oldest iterations' matches are folded into per-matchup game counts
+(``folded_matches()``: the sorted module ids of a match -> games) and deleted. Only
+iterations up to the pinned (checkpoint) seq are folded, so a resume's rollback to
+its checkpoint never needs a folded match back; a rollback below the folded seqs is
+refused. Duplicate episode ids are caught within the kept window (an episode is
+committed in the iteration that played it, far inside any window).
+
 Use ``league.store.open_store(url, run_dir)``; it picks the backend from the URL.
 """
 
@@ -39,6 +47,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 DEFAULT_KEEP_STATES = 20
+DEFAULT_KEEP_MATCHES = 20_000
+"""About 6 MB of match records (some 300 bytes each on two-player games): the store of
+a run stays near this size whatever its length (`store_retention`, 0 = keep all)."""
 DEFAULT_NAMESPACE = "league"
 SUPPORTED_SCHEMES: tuple[str, ...] = ("sqlite", "redis", "rediss")
 SCHEMA_VERSION = 2
@@ -165,6 +176,52 @@ def dumps(value: Any, what: str) -> str:
         raise StoreError(f"{what} is not JSON-able: {err}") from err
 
 
+@dataclass(frozen=True)
+class FoldedMatches:
+    """Matches folded out of the log: every seq up to ``through``, counted per matchup
+    (``matchup_key``: the sorted ids of the modules that met)."""
+
+    through: int
+    games: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.games.values())
+
+
+def matchup_key(match: Mapping[str, Any]) -> str:
+    """The modules that met in a match, sorted and joined: a folded match's counter."""
+    modules = match.get("modules")
+    names = sorted({str(m) for m in modules.values()}) if isinstance(modules, Mapping) else []
+    return " ".join(names) or "?"
+
+
+def fold_through(
+    seq_counts: Sequence[tuple[int, int]], keep: int, pin: int | None, folded: int
+) -> int:
+    """The last seq to fold: iterations (seq, matches), oldest first, are folded while
+    the newer ones still hold ``keep`` matches, never past the pinned seq (a rollback
+    to it must find the log after it whole). ``folded`` if there is nothing to do."""
+    if keep <= 0 or pin is None:
+        return folded
+    remaining = sum(n for _, n in seq_counts)
+    through = folded
+    for seq, count in seq_counts:
+        if seq > pin or remaining - count < keep:
+            break
+        remaining -= count
+        through = seq
+    return through
+
+
+def check_rollback_above_folded(to_seq: int, folded: int, where: str) -> None:
+    if to_seq < folded:
+        raise StoreError(
+            f"cannot roll back {where} to seq {to_seq}: the matches up to seq {folded} "
+            "were folded into counts (store_retention); roll back to a later checkpoint"
+        )
+
+
 def match_episode_ids(matches: Sequence[Mapping[str, Any]]) -> list[str]:
     """The episode ids of ``matches``, validated (non-empty str, unique within
     the commit) so a duplicate is an error and is never counted twice."""
@@ -197,11 +254,17 @@ class LeagueStore(abc.ABC):
     """
 
     keep_states: int
+    keep_matches: int
 
-    def __init__(self, keep_states: int = DEFAULT_KEEP_STATES) -> None:
+    def __init__(
+        self, keep_states: int = DEFAULT_KEEP_STATES, keep_matches: int = DEFAULT_KEEP_MATCHES
+    ) -> None:
         if isinstance(keep_states, bool) or not isinstance(keep_states, int) or keep_states < 1:
             raise ValueError(f"keep_states must be an int >= 1, got {keep_states!r}")
+        if isinstance(keep_matches, bool) or not isinstance(keep_matches, int) or keep_matches < 0:
+            raise ValueError(f"keep_matches must be an int >= 0 (0: all), got {keep_matches!r}")
         self.keep_states = keep_states
+        self.keep_matches = keep_matches
 
     @abc.abstractmethod
     def commit(
@@ -244,7 +307,11 @@ class LeagueStore(abc.ABC):
 
     @abc.abstractmethod
     def match_count(self) -> int:
-        """Number of matches in the log."""
+        """Number of matches in the log (the kept ones; see ``folded_matches``)."""
+
+    @abc.abstractmethod
+    def folded_matches(self) -> FoldedMatches:
+        """What the match log no longer holds: games per matchup, through which seq."""
 
     def snapshots(self) -> dict[str, dict[str, Any]]:
         """The snapshot registry of the latest state: snapshot id -> snapshot

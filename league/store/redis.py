@@ -13,7 +13,9 @@ MULTI/EXEC needs):
 - ``{ns}:seq``, ``{ns}:pin``: integers; ``{ns}:token``: id of the last commit;
 - ``{ns}:states``: hash seq -> state JSON (the last ``keep_states`` + the pin);
 - ``{ns}:matches:<seq>``: list of match JSON committed at that seq, in order;
-- ``{ns}:match_ids``: hash episode_id -> seq (dedupe and ``match_count``).
+- ``{ns}:match_ids``: hash episode_id -> seq (dedupe and ``match_count``);
+- ``{ns}:match_totals``: hash matchup -> games folded out of the log, and
+  ``{ns}:folded_through``: the last folded seq (retention, ``keep_matches``).
 
 Schema 1 also kept view hashes ``{ns}:players`` / ``snapshots`` / ``ratings`` /
 ``payoff``; a schema-1 namespace opens, and the first write deletes them and
@@ -56,9 +58,11 @@ from redis.exceptions import (
 from redis.retry import Retry
 
 from league.store.base import (
+    DEFAULT_KEEP_MATCHES,
     DEFAULT_KEEP_STATES,
     DEFAULT_NAMESPACE,
     SCHEMA_VERSION,
+    FoldedMatches,
     LeagueStore,
     RetryPolicy,
     StoreConflictError,
@@ -66,9 +70,12 @@ from league.store.base import (
     StoreUnavailableError,
     _check_seq_arg,
     check_commit_args,
+    check_rollback_above_folded,
     check_schema,
     dumps,
+    fold_through,
     match_episode_ids,
+    matchup_key,
     prunable,
 )
 
@@ -110,10 +117,11 @@ class RedisStore(LeagueStore):
         *,
         namespace: str = DEFAULT_NAMESPACE,
         keep_states: int = DEFAULT_KEEP_STATES,
+        keep_matches: int = DEFAULT_KEEP_MATCHES,
         retry: RetryPolicy | None = None,
         read_only: bool = False,
     ) -> None:
-        super().__init__(keep_states)
+        super().__init__(keep_states, keep_matches)
         self.read_only = read_only
         if not namespace or any(c in namespace for c in "{}") or namespace != namespace.strip():
             raise StoreError(
@@ -132,6 +140,7 @@ class RedisStore(LeagueStore):
         self._k_seq, self._k_pin, self._k_token = p + "seq", p + "pin", p + "token"
         self._k_schema, self._k_states, self._k_ids = p + "schema", p + "states", p + "match_ids"
         self._k_matches = p + "matches:"
+        self._k_totals, self._k_folded = p + "match_totals", p + "folded_through"
         self._k_legacy_views = [p + name for name in ("players", "snapshots", "ratings", "payoff")]
         try:
             # The client itself never retries (retries=0): our loop retries whole
@@ -298,6 +307,7 @@ class RedisStore(LeagueStore):
                 kept = [int(s) for s in pipe.hkeys(self._k_states)]
                 pin = pipe.get(self._k_pin)
                 schema = pipe.get(self._k_schema)
+                folding = self._plan_fold(pipe, current, len(ids), int(pin) if pin else None)
                 pipe.multi()
                 self._queue_upgrade(pipe, schema)
                 pipe.hset(self._k_states, str(new), state_json)
@@ -309,10 +319,45 @@ class RedisStore(LeagueStore):
                 old = prunable([*kept, new], new, self.keep_states, int(pin) if pin else None)
                 if old:
                     pipe.hdel(self._k_states, *map(str, old))
+                if folding is not None:  # planned before MULTI, under the same WATCH
+                    through, games, folded_ids, folded_seqs = folding
+                    for key, n in games.items():
+                        pipe.hincrby(self._k_totals, key, n)
+                    pipe.delete(*(f"{self._k_matches}{s}" for s in folded_seqs))
+                    if folded_ids:
+                        pipe.hdel(self._k_ids, *folded_ids)
+                    pipe.set(self._k_folded, through)
                 pipe.execute()
             return new
 
         return self._call("commit", attempt)
+
+    def _plan_fold(
+        self, pipe: Any, current: int, adding: int, pin: int | None
+    ) -> tuple[int, dict[str, int], list[str], list[int]] | None:
+        """What a commit of ``adding`` matches folds out of the log (read under its
+        WATCH): the last folded seq, games per matchup, the episode ids and seqs to
+        delete; None: nothing."""
+        if self.keep_matches <= 0 or pin is None:
+            return None
+        folded = int(pipe.get(self._k_folded) or 0)
+        if int(pipe.hlen(self._k_ids)) + adding <= self.keep_matches:
+            return None
+        seqs = list(range(folded + 1, current + 1))
+        lists = dict(zip(seqs, self._read_lists(seqs), strict=True))
+        counts = [(s, len(ms)) for s, ms in lists.items()] + [(current + 1, adding)]
+        through = fold_through(counts, self.keep_matches, pin, folded)
+        if through <= folded:
+            return None
+        games: dict[str, int] = {}
+        ids: list[str] = []
+        for s in range(folded + 1, through + 1):
+            for raw in lists[s]:
+                match = json.loads(raw)
+                ids.append(match["episode_id"])
+                key = matchup_key(match)
+                games[key] = games.get(key, 0) + 1
+        return through, games, ids, list(range(folded + 1, through + 1))
 
     def rollback(self, to_seq: int) -> None:
         self._check_writable()
@@ -330,6 +375,8 @@ class RedisStore(LeagueStore):
                         f"cannot roll back to seq {to_seq}: its state was pruned "
                         f"(kept: {kept}); pin checkpoint seqs"
                     )
+                folded = int(pipe.get(self._k_folded) or 0)
+                check_rollback_above_folded(to_seq, folded, f"redis store {self.location}")
                 newer = list(range(to_seq + 1, current + 1))
                 eids = [json.loads(m)["episode_id"] for ms in self._read_lists(newer) for m in ms]
                 drop_states = [s for s in pipe.hkeys(self._k_states) if int(s) > to_seq]
@@ -394,7 +441,8 @@ class RedisStore(LeagueStore):
 
         def read() -> list[dict[str, Any]]:
             current = int(self._r.get(self._k_seq) or 0)
-            seqs = list(range(since_seq + 1, current + 1))
+            folded = int(self._r.get(self._k_folded) or 0)
+            seqs = list(range(max(since_seq, folded) + 1, current + 1))
             return [
                 {**json.loads(m), "seq": s}
                 for s, ms in zip(seqs, self._read_lists(seqs), strict=True)
@@ -405,6 +453,13 @@ class RedisStore(LeagueStore):
 
     def match_count(self) -> int:
         return self._call("match_count", lambda: int(self._r.hlen(self._k_ids)))
+
+    def folded_matches(self) -> FoldedMatches:
+        def read() -> FoldedMatches:
+            games = {k: int(v) for k, v in sorted(self._r.hgetall(self._k_totals).items())}
+            return FoldedMatches(int(self._r.get(self._k_folded) or 0), games)
+
+        return self._call("folded_matches", read)
 
     def close(self) -> None:
         if not self._closed:

@@ -11,16 +11,21 @@ from pathlib import Path
 from typing import Any
 
 from league.store.base import (
+    DEFAULT_KEEP_MATCHES,
     DEFAULT_KEEP_STATES,
     SCHEMA_VERSION,
+    FoldedMatches,
     LeagueStore,
     StoreConflictError,
     StoreError,
     StoreUnavailableError,
     _check_seq_arg,
     check_commit_args,
+    check_rollback_above_folded,
     check_schema,
     dumps,
+    fold_through,
+    matchup_key,
     prunable,
 )
 
@@ -34,6 +39,7 @@ CREATE TABLE IF NOT EXISTS matches (
     data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS matches_by_seq ON matches (seq, pos);
+CREATE TABLE IF NOT EXISTS match_totals (matchup TEXT PRIMARY KEY, games INTEGER NOT NULL);
 """
 _LEGACY_VIEW_TABLES = ("players", "snapshots", "ratings", "payoff")
 """Schema 1's views, dropped at the first write (``base.SCHEMA_VERSION``)."""
@@ -55,9 +61,10 @@ class SQLiteStore(LeagueStore):
         path: Path | str,
         *,
         keep_states: int = DEFAULT_KEEP_STATES,
+        keep_matches: int = DEFAULT_KEEP_MATCHES,
         read_only: bool = False,
     ) -> None:
-        super().__init__(keep_states)
+        super().__init__(keep_states, keep_matches)
         self.path = Path(path)
         self.read_only = read_only
         self._lock = threading.RLock()
@@ -74,6 +81,10 @@ class SQLiteStore(LeagueStore):
             raise StoreUnavailableError(f"cannot open SQLite store {self.path}: {err}") from err
         self._conn = conn
         try:
+            # Before any table exists (a new file): pages freed by folding the match log
+            # go back to the file system bit by bit (`incremental_vacuum` per commit).
+            # An older file keeps its mode; SQLite reuses its free pages instead.
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreUnavailableError(f"SQLite store {self.path}: WAL mode refused ({mode})")
@@ -135,7 +146,10 @@ class SQLiteStore(LeagueStore):
         raise StoreUnavailableError(f"cannot open SQLite store {self.path} read-only: {last}")
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({str(self.path)!r}, keep_states={self.keep_states})"
+        return (
+            f"SQLiteStore({str(self.path)!r}, keep_states={self.keep_states}, "
+            f"keep_matches={self.keep_matches})"
+        )
 
     # -- plumbing -----------------------------------------------------------
 
@@ -202,6 +216,28 @@ class SQLiteStore(LeagueStore):
         seqs = [r[0] for r in conn.execute("SELECT seq FROM states")]
         old = prunable(seqs, new_seq, self.keep_states, self._meta(conn, "pin"))
         conn.executemany("DELETE FROM states WHERE seq = ?", [(s,) for s in old])
+        self._fold(conn)
+
+    def _fold(self, conn: sqlite3.Connection) -> None:
+        """Fold the oldest iterations' matches past ``keep_matches`` into counts."""
+        folded = self._meta(conn, "folded_through") or 0
+        counts = conn.execute(
+            "SELECT seq, COUNT(*) FROM matches WHERE seq > ? GROUP BY seq ORDER BY seq", (folded,)
+        ).fetchall()
+        through = fold_through(counts, self.keep_matches, self._meta(conn, "pin"), folded)
+        if through <= folded:
+            return
+        games: dict[str, int] = {}
+        for (data,) in conn.execute("SELECT data FROM matches WHERE seq <= ?", (through,)):
+            key = matchup_key(json.loads(data))
+            games[key] = games.get(key, 0) + 1
+        conn.executemany(
+            "INSERT INTO match_totals VALUES (?, ?) "
+            "ON CONFLICT(matchup) DO UPDATE SET games = games + excluded.games",
+            sorted(games.items()),
+        )
+        conn.execute("DELETE FROM matches WHERE seq <= ?", (through,))
+        self._set_meta(conn, "folded_through", through)
 
     # -- writes -------------------------------------------------------------
 
@@ -239,7 +275,16 @@ class SQLiteStore(LeagueStore):
                     ) from err
             self._set_meta(conn, "seq", new)
             self._prune(conn, new)
+        self._reclaim()
         return new
+
+    def _reclaim(self) -> None:
+        """Give the pages freed by pruning back to the file system (new files only)."""
+        with self._lock:
+            try:
+                self._c().execute("PRAGMA incremental_vacuum").fetchall()
+            except sqlite3.OperationalError:
+                pass  # a busy or full disk: the pages stay free inside the file, reused
 
     def rollback(self, to_seq: int) -> None:
         _check_seq_arg(to_seq, "to_seq")
@@ -253,6 +298,8 @@ class SQLiteStore(LeagueStore):
                     f"cannot roll back to seq {to_seq}: its state was pruned "
                     f"(kept: {self._state_seqs(conn)}); pin checkpoint seqs"
                 )
+            folded = self._meta(conn, "folded_through") or 0
+            check_rollback_above_folded(to_seq, folded, f"SQLite store {self.path}")
             conn.execute("DELETE FROM states WHERE seq > ?", (to_seq,))
             conn.execute("DELETE FROM matches WHERE seq > ?", (to_seq,))
             self._set_meta(conn, "seq", to_seq)
@@ -301,6 +348,17 @@ class SQLiteStore(LeagueStore):
 
     def match_count(self) -> int:
         return self._read(lambda c: c.execute("SELECT COUNT(*) FROM matches").fetchone()[0])
+
+    def folded_matches(self) -> FoldedMatches:
+        def read(conn: sqlite3.Connection) -> FoldedMatches:
+            try:
+                rows = conn.execute("SELECT matchup, games FROM match_totals ORDER BY matchup")
+                totals = dict(rows.fetchall())
+            except sqlite3.OperationalError:  # a store from before retention, read-only
+                totals = {}
+            return FoldedMatches(self._meta(conn, "folded_through") or 0, totals)
+
+        return self._read(read)
 
     def close(self) -> None:
         with self._lock:

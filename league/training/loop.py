@@ -327,7 +327,11 @@ def train(
     """Train until a stop condition; checkpoint periodically and at the end."""
     run, latest = prepare_run(cfg, resume, log)
     progress = recorded_progress(run, latest)  # a hand-broken latest.json fails before Ray
-    store = open_store(cfg.store, run.path) if cfg.mode == "league" else None
+    store = (
+        open_store(cfg.store, run.path, keep_matches=cfg.store_retention)
+        if cfg.mode == "league"
+        else None
+    )
     if store is not None and latest is None and store.seq() > 0:
         store.close()
         raise RunDirError(
