@@ -193,6 +193,7 @@ MAIN_FLAGS: dict[str, dict[str, str]] = {
         "stop_minutes": "wall-clock budget",
         "seed": "random seed",
         "store": "league store URL; none = SQLite in the run dir",
+        "verbose": "Ray's and RLlib's logs on the console, not in RUN_DIR/logs",
     },
     "resources": {
         "num_env_runners": "env-runner actors",

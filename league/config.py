@@ -175,6 +175,13 @@ class TrainConfig:
             "answer after Ray restarted it; training goes on without it meanwhile."
         ),
     )
+    verbose: bool = field(
+        default=False,
+        metadata=_help(
+            "Show Ray's and RLlib's own log lines and warnings on the console; off, they go "
+            "to RUN_DIR/logs/ray.log (and the actors' logs to RUN_DIR/logs/ray-session)."
+        ),
+    )
     dashboard: bool = field(
         default=True,
         metadata=_help(

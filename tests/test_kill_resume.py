@@ -129,6 +129,10 @@ def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     out = resumed.stdout
+    # A quiet console: RLlib's notices are in RUN_DIR/logs, League's lines on screen.
+    assert "new API stack" not in out + resumed.stderr
+    assert "new API stack" in (run_dir / "logs" / "ray.log").read_text()
+    assert "next:" in out and f"league report --run-dir {run_dir}" in out
     assert "rolling back" in out
     assert f"league restored at seq {checkpoint_seq}" in out
     assert f"{len(at_checkpoint['snapshots'])} snapshots" in out

@@ -8,6 +8,7 @@
     players/<id>/            each trainable player's latest weights as a snapshot
     snapshots/<id>/          frozen league snapshots (`<player>@<version>`)
     tensorboard/             TensorBoard event files
+    logs/                    Ray's and RLlib's log lines (ray.log) and Ray's session logs
     report/                  `league report` PNGs
 
 Nothing else in the code base joins these names onto a run path.
@@ -78,6 +79,10 @@ class RunDir:
     @property
     def tensorboard(self) -> Path:
         return self.path / "tensorboard"
+
+    @property
+    def logs(self) -> Path:
+        return self.path / "logs"
 
     @property
     def report(self) -> Path:

@@ -13,6 +13,7 @@ the store's sequence number. The run directory's layout is `league.run.RunDir`.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import threading
@@ -44,6 +45,7 @@ from league.training.algorithm import (
     trainable_players,
 )
 from league.training.driver import LeagueDriver, count_metric
+from league.training.library_logs import LibraryLogs, link_session_logs
 from league.training.run_clock import RunClock
 from league.training.sample_ahead import SampleAheadPPO
 from league.training.sinks import (
@@ -228,7 +230,15 @@ def start_ray(cfg: TrainConfig, log: Callable[[str], None]) -> None:
     if os.environ.get("RAY_ADDRESS"):
         ray.init()
         return
-    context = ray.init(address="local", num_cpus=cfg.num_cpus, include_dashboard=cfg.dashboard)
+    context = ray.init(
+        address="local",
+        num_cpus=cfg.num_cpus,
+        include_dashboard=cfg.dashboard,
+        # Quiet: actors' output stays in Ray's session logs (linked from RUN_DIR/logs).
+        log_to_driver=cfg.verbose,
+    )
+    if not cfg.verbose:
+        link_session_logs(RunDir(cfg.run_dir).logs, context.address_info.get("session_dir"))
     if cfg.dashboard and context.dashboard_url:
         log(f"Ray dashboard: http://{context.dashboard_url}")
     # A local instance never grows a GPU: fail now rather than wait forever for a
@@ -317,6 +327,27 @@ def run_iteration(
     return record, store_seq
 
 
+def next_steps(cfg: TrainConfig, run: RunDir) -> list[str]:
+    """What a user does with a finished run, with its own paths."""
+    where = shlex.quote(str(run.path))
+    lines = [
+        "next:",
+        f"  league evaluate --run-dir {where} --opponent random   # W/D/L per seat",
+        f"  league report --run-dir {where}                       # ratings, payoff PNGs",
+    ]
+    if cfg.mode == "league":
+        lines.append(
+            f"  league export --run-dir {where} --mixture --out {where}/mixture"
+            "   # the league's mixture"
+        )
+    lines += [
+        f"  league export --run-dir {where} --out main_0.snapshot   # load_policy() anywhere",
+        f"  tensorboard --logdir {shlex.quote(str(run.tensorboard))}",
+        f"  logs of Ray and RLlib: {run.logs}",
+    ]
+    return lines
+
+
 def train(
     cfg: TrainConfig,
     *,
@@ -339,6 +370,19 @@ def train(
             "already holds a league "
             f"(seq {store.seq()}); pass --resume, or use another store or namespace"
         )
+    with LibraryLogs(run.logs, cfg.verbose):
+        return _train(cfg, run, latest, progress, store, log, control)
+
+
+def _train(
+    cfg: TrainConfig,
+    run: RunDir,
+    latest: dict[str, Any] | None,
+    progress: float,
+    store: LeagueStore | None,
+    log: Callable[[str], None],
+    control: TrainControl | None,
+) -> TrainingSummary:
     start_ray(cfg, log)
     stop_signals = StopSignals()
     stop_signals.install()
@@ -411,6 +455,8 @@ def train(
             algo, cfg, run, iteration, env_steps, store, store_seq, clock
         )
     log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
+    for line in next_steps(cfg, run):
+        log(line)
     algo.stop()
     if store is not None:
         store.close()

@@ -1,0 +1,45 @@
+"""A quiet console (league.training.library_logs): library loggers and Python warnings
+go to RUN_DIR/logs/ray.log during a run and are put back after."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+from league.training.library_logs import LibraryLogs, link_session_logs
+
+
+def test_library_lines_go_to_the_file_and_not_the_console(tmp_path: Path, capsys) -> None:
+    ray_logger = logging.getLogger("ray")
+    before = (list(ray_logger.handlers), ray_logger.propagate)
+    with LibraryLogs(tmp_path / "logs") as logs:
+        logging.getLogger("ray.rllib.algorithms.algorithm_config").warning(
+            "You are running PPO on the new API stack!"
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn("a library's deprecation", DeprecationWarning, stacklevel=1)
+    text = logs.file.read_text()
+    assert "new API stack" in text and "a library's deprecation" in text
+    captured = capsys.readouterr()
+    assert "new API stack" not in captured.err + captured.out
+    assert (list(ray_logger.handlers), ray_logger.propagate) == before  # put back
+
+
+def test_verbose_changes_nothing(tmp_path: Path) -> None:
+    ray_logger = logging.getLogger("ray")
+    before = list(ray_logger.handlers)
+    with LibraryLogs(tmp_path / "logs", verbose=True):
+        assert list(ray_logger.handlers) == before
+    assert not (tmp_path / "logs").exists()
+
+
+def test_session_logs_are_linked(tmp_path: Path) -> None:
+    session = tmp_path / "session"
+    (session / "logs").mkdir(parents=True)
+    link_session_logs(tmp_path / "logs", str(session))
+    link_session_logs(tmp_path / "logs", str(session))  # a resume links again
+    assert (tmp_path / "logs" / "ray-session").resolve() == (session / "logs").resolve()
+    link_session_logs(tmp_path / "other", None)
+    assert not (tmp_path / "other").exists()
