@@ -359,6 +359,23 @@ class TrainConfig:
             "environment variable, redis://:${NAME}@host:port/db: no file holds it then."
         ),
     )
+    keep_checkpoints: int = field(
+        default=2,
+        metadata=_help(
+            "Checkpoints kept in RUN_DIR/checkpoints, newest first; a checkpoint folder "
+            "holding a file named KEEP is never deleted."
+        ),
+    )
+    retired_snapshots: str = field(
+        default="delete",
+        metadata=_help(
+            "What happens to a snapshot's folder once the league retires it (at the next "
+            "checkpoint, when nothing refers to it): delete, or archive (moved to "
+            "RUN_DIR/archive/snapshots).",
+            choices=("delete", "archive"),
+            noun="retired_snapshots value",
+        ),
+    )
     store_retention: int = field(
         default=DEFAULT_KEEP_MATCHES,
         metadata=_help(
@@ -418,6 +435,7 @@ class TrainConfig:
             "num_epochs",
             "anneal_steps",
             "magnet_interval",
+            "keep_checkpoints",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -500,6 +518,7 @@ class TrainConfig:
             ("anneal_steps", 10**12),
             ("magnet_interval", 10**9),
             ("store_retention", 10**9),
+            ("keep_checkpoints", 10**6),
         )
         for name, high in ints:
             if getattr(self, name) > high:

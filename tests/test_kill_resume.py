@@ -37,6 +37,7 @@ eval_interval: 0
 checkpoint_interval: 3
 league:
   snapshot_step_budget: 150
+  max_snapshots: 2  # snapshots retire between checkpoints: a resume still finds them
 """
 
 
@@ -147,5 +148,8 @@ def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None
         after = store.matches(since_seq=checkpoint_seq)
         assert after and not ({m["episode_id"] for m in after} & later_ids)
         assert store.seq() > checkpoint_seq
+        registry = {sid for sid in store.snapshots() if "@" in sid}  # not reference bots
+    # Retired snapshots' folders went at the final checkpoint; the league's are there.
+    assert {p.name for p in (run_dir / "snapshots").iterdir()} == registry
     final = json.loads(latest_file.read_text())
     assert final["env_steps"] >= target and final["iteration"] > latest["iteration"]

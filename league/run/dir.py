@@ -9,6 +9,7 @@
     snapshots/<id>/          frozen league snapshots (`<player>@<version>`)
     tensorboard/             TensorBoard event files
     logs/                    Ray's and RLlib's log lines (ray.log) and Ray's session logs
+    archive/snapshots/<id>/  retired snapshots, with retired_snapshots: archive
     report/                  `league report` PNGs
 
 Nothing else in the code base joins these names onto a run path.
@@ -83,6 +84,10 @@ class RunDir:
     @property
     def logs(self) -> Path:
         return self.path / "logs"
+
+    @property
+    def archive(self) -> Path:
+        return self.path / "archive"
 
     @property
     def report(self) -> Path:

@@ -21,7 +21,6 @@ experience (rlmodules.league_learner), so weight syncs carry trainable players o
 from __future__ import annotations
 
 import math
-import shutil
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -261,8 +260,9 @@ class LeagueDriver:
 
         retired = retirements(self.league)
         self.league.retire(retired)
-        for sid in retired:
-            shutil.rmtree(self.run.snapshot_dir(sid), ignore_errors=True)
+        # Their folders stay until the next checkpoint (loop.sweep_retired_snapshots):
+        # the store's state at the last checkpoint, which a resume restores, still
+        # names them.
 
         self.active_set, self.plan = next_plan(
             self.league, self.rng, self.active_set, iteration=iteration

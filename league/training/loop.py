@@ -18,7 +18,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,7 +56,8 @@ from league.training.sinks import (
     format_progress,
 )
 
-CHECKPOINTS_KEPT = 2
+PINNED_CHECKPOINT = "KEEP"
+"""A checkpoint folder holding a file of this name is never deleted by retention."""
 
 
 @dataclass
@@ -327,6 +328,11 @@ def run_iteration(
     return record, store_seq
 
 
+def held(driver: LeagueDriver | None) -> list[str] | None:
+    """The snapshots the league holds now (None without a league)."""
+    return None if driver is None else list(driver.league.snapshots)
+
+
 def next_steps(cfg: TrainConfig, run: RunDir) -> list[str]:
     """What a user does with a finished run, with its own paths."""
     where = shlex.quote(str(run.path))
@@ -441,7 +447,7 @@ def _train(
                 control.publish(record, {sid: asdict(s) for sid, s in snapshots.items()})
             if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
                 summary.checkpoint = save_checkpoint(
-                    algo, cfg, run, iteration, env_steps, store, store_seq, clock
+                    algo, cfg, run, iteration, env_steps, store, store_seq, clock, held(driver)
                 )
                 last_saved_iteration = iteration
     except KeyboardInterrupt:
@@ -452,7 +458,7 @@ def _train(
             sink.close()
     if iteration != last_saved_iteration:
         summary.checkpoint = save_checkpoint(
-            algo, cfg, run, iteration, env_steps, store, store_seq, clock
+            algo, cfg, run, iteration, env_steps, store, store_seq, clock, held(driver)
         )
     log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
     for line in next_steps(cfg, run):
@@ -543,6 +549,7 @@ def save_checkpoint(
     store: LeagueStore | None = None,
     store_seq: int = 0,
     clock: RunClock | None = None,
+    driver_snapshots: Collection[str] | None = None,
 ) -> str:
     """Algorithm checkpoint + player snapshots, recording the league store's seq
     (and, with a run clock, how far the schedules have come).
@@ -574,6 +581,33 @@ def save_checkpoint(
             "store_seq": store_seq,
         },
     )
-    for path in run.checkpoint_dirs()[:-CHECKPOINTS_KEPT]:
-        shutil.rmtree(path, ignore_errors=True)
+    prune_checkpoints(run, cfg.keep_checkpoints)
+    if driver_snapshots is not None:
+        sweep_retired_snapshots(run, driver_snapshots, archive=cfg.retired_snapshots == "archive")
     return str(checkpoint)
+
+
+def prune_checkpoints(run: RunDir, keep: int) -> None:
+    """Delete all but the newest `keep` checkpoints, sparing the pinned ones (KEEP)."""
+    for path in run.checkpoint_dirs()[:-keep]:
+        if not (path / PINNED_CHECKPOINT).exists():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep_retired_snapshots(run: RunDir, league_snapshots: Collection[str], archive: bool) -> None:
+    """Delete (or move to RUN_DIR/archive/snapshots) the snapshot folders the league no
+    longer holds. Only right after a checkpoint: the state a resume rolls back to is
+    then the current one, so no runner, store state or resume still needs them (a
+    snapshot retired between checkpoints stays on disk until the next one)."""
+    keep = set(league_snapshots)
+    for folder in run.snapshot_dirs():
+        if folder.name in keep:
+            continue
+        if archive:
+            target = run.archive / "snapshots" / folder.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists():
+                shutil.rmtree(target, ignore_errors=True)  # an earlier run's same id
+            shutil.move(str(folder), str(target))
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
