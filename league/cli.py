@@ -846,7 +846,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _exit_code(err)
         if code is None or args.debug:
             raise  # not an expected failure: a bug, keep its traceback
-        own = code == EXIT_USAGE  # our errors already say what and where
+        # Our errors already say what and where.
+        own = code == EXIT_USAGE or type(err).__name__ == "OutOfSpaceError"
         shown = _one_line(err) if own else f"{type(err).__name__}: {_one_line(err)}"
         print(f"league: error: {shown}", file=sys.stderr)
         return code

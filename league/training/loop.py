@@ -44,6 +44,7 @@ from league.training.algorithm import (
     main_players,
     trainable_players,
 )
+from league.training.disk_full import OutOfSpaceError, out_of_space, stopped_message
 from league.training.driver import LeagueDriver, count_metric
 from league.training.library_logs import LibraryLogs, link_session_logs
 from league.training.run_clock import RunClock
@@ -452,6 +453,15 @@ def _train(
                 last_saved_iteration = iteration
     except KeyboardInterrupt:
         log("interrupted: writing a final checkpoint")
+    except Exception as err:
+        if not out_of_space(err):
+            raise
+        latest_name = run.latest_checkpoint()["checkpoint"] if run.latest_file.is_file() else None
+        checkpoint = str(run.checkpoints / latest_name) if latest_name else None
+        algo.stop()
+        if store is not None:
+            store.close()
+        raise OutOfSpaceError(stopped_message(err, checkpoint, str(run.path))) from err
     finally:
         stop_signals.restore()
         for sink in sinks:
