@@ -21,6 +21,6 @@ want="$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "[setup] installing pinned packages (torch CPU, ray[rllib,default], pettingzoo, ...)"
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,watch]"
+    .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[test,watch,docs]"
     echo "$want" > "$stamp"
 fi

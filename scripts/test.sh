@@ -14,4 +14,10 @@ fi
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# The docs site: generated pages current, every link and anchor resolves (not
+# --quiet: it hides the warnings that --strict turns into a failure).
+.venv/bin/python scripts/gen_docs.py --check
+site="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$site"
+rm -rf "$site"
 exec .venv/bin/pytest "$@"
