@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 from league.cli import _field_default, _flag, _leaf_fields, _show, build_parser, show_every_setting
 from league.config import TrainConfig
@@ -88,4 +91,99 @@ def commands_page() -> str:
     return "\n".join(out) + "\n"
 
 
-PAGES = {"configuration.md": configuration_page, "commands.md": commands_page}
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+SCRIPTS_TEXT = """\
+Every figure here comes from a result file in `docs/results/`: the benchmark scripts
+append one JSON line per measured row (command, commit, machine, date, figures), and
+this page is generated from them (`scripts/gen_docs.py`). Rows measured before the
+scripts wrote result files were transcribed from the README's tables into
+`docs/results/history.jsonl`.
+
+- `scripts/bench_league_quality.py`: league against plain self-play, same machine,
+  same wall-clock, `league train --env GAME` defaults, measured exactly where the game
+  allows (exploitability, NashConv for more than two players, head to head).
+- `scripts/bench_throughput.py`: env steps per second of raw play, plain RLlib, this
+  project's self-play and league, and sampling alone, as ratios from one run.
+- `scripts/bench_league_scale.py`: memory and iteration time at league sizes 10-1000.
+- `scripts/bench_algos.py`: APPO against PPO at equal wall-clock.
+- `scripts/soak.py`: hours of training, sampled once a minute: memory, descriptors,
+  threads, disk, store commit latency.
+"""
+
+
+def _read_results(name: str) -> list[dict[str, Any]]:
+    path = RESULTS / f"{name}.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _figures(figures: dict[str, Any]) -> str:
+    return "; ".join(
+        f"{k} {v:.4f}" if isinstance(v, float) and v % 1 else f"{k} {v}" for k, v in figures.items()
+    )
+
+
+def _quality_table(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| date | commit | game | run | minutes | env steps (main's) | figures |"]
+    out.append("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in sorted(rows, key=lambda r: (r["game"], r["date"]), reverse=True):
+        steps = f"{r['env_steps']:,d} ({r['main_env_steps']:,d})" if r.get("env_steps") else ""
+        out.append(
+            f"| {r['date'][:10]} | {r['commit']} | {r['game']} | {r['run']} | "
+            f"{r['minutes']:g} | {steps} | {_cell(_figures(r['figures']))} |"
+        )
+    return out
+
+
+def _history_table(rows: list[dict[str, Any]], indent: str = "") -> list[str]:
+    header = rows[0]["table"]
+    out = [indent + "| " + " | ".join(_cell(h) for h in header) + " |"]
+    out.append(indent + "|" + " --- |" * len(header))
+    for r in rows:
+        out.append(indent + "| " + " | ".join(_cell(r["row"].get(h, "")) for h in header) + " |")
+    return out
+
+
+def benchmarks_page() -> str:
+    out = ["# Benchmarks", "", GENERATED_NOTE, "", SCRIPTS_TEXT.rstrip()]
+    quality = _read_results("league_quality")
+    if quality:
+        out += ["", "## League vs plain self-play (`docs/results/league_quality.jsonl`)", ""]
+        out += ["Newest first per game; the command of each row is in the file.", ""]
+        out += _quality_table(quality)
+    for name, title in (("throughput", "Throughput"), ("soak", "Soak")):
+        rows = _read_results(name)
+        if rows:
+            out += ["", f"## {title} (`docs/results/{name}.jsonl`)", ""]
+            out += [
+                f"- {r['date'][:10]} `{r['command']}` ({r['commit']}): "
+                f"{_cell(json.dumps({k: v for k, v in r.items() if k not in ('command', 'commit', 'date', 'machine')}))}"
+                for r in rows
+            ]
+    history = _read_results("history")
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in history:
+        groups.setdefault((r["section"], r["caption"]), []).append(r)
+    current = [r for r in history if r.get("current")]
+    if current:
+        out += ["", "## The current defaults' rows (history)", ""]
+        for (section, caption), rows in groups.items():
+            rows = [r for r in rows if r.get("current")]
+            if rows:
+                out += [f"**{section}.** {caption}", "", *_history_table(rows), ""]
+    if groups:
+        out += ["", "## History (`docs/results/history.jsonl`)", ""]
+        out += ["Every row measured before the result files, by section; folded.", ""]
+        for (section, caption), rows in groups.items():
+            title = caption if len(caption) <= 90 else caption[:87] + "..."
+            out += [f'??? note "{section}: {title.replace(chr(34), chr(39))}"', ""]
+            out += [f"    {caption}", "", *_history_table(rows, indent="    "), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+PAGES = {
+    "configuration.md": configuration_page,
+    "commands.md": commands_page,
+    "benchmarks.md": benchmarks_page,
+}

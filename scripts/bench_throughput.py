@@ -60,6 +60,7 @@ from ray.tune.registry import register_env
 from envs.registry import game_spaces, get_game
 from league.config import TrainConfig
 from league.core.ids import is_reference_id, side_of
+from league.tools.results import append_result
 from league.training.algorithm import SelfPlayMapping, build_algorithm_config, env_runner_class
 from league.training.driver import LeagueDriver
 from rlmodules.masked_policy import masked_policy_spec
@@ -422,6 +423,16 @@ def main() -> None:
         + "\n"
     )
     print(f"wrote {out}")
+    append_result(
+        "throughput",
+        {
+            "game": ours.game,
+            "runner": runner,
+            "env_steps_per_s": {k: v if v is None else round(v) for k, v in figures.items()},
+            "ratios": {k: round(v, 3) for k, v in ratios.items()},
+            "load_average": {"before": load_before, "after": load_after},
+        },
+    )
 
 
 def _file_name(game: str) -> str:
