@@ -170,6 +170,15 @@ def test_progress_file_holds_one_typed_record_per_iteration(short_run):
     assert [r.iteration for r in records] == list(range(1, summary.iterations + 1))
     assert records[-1].env_steps == summary.env_steps
     assert all(r.steps_per_s > 0 and r.learners[MAIN_PLAYER] for r in records)
+    # The rate covers the whole iteration (league step, commit, evaluation), not
+    # algo.train() alone: the run's steps over the iterations' time, exactly.
+    assert all(0 < r.train_seconds <= r.seconds for r in records)
+    assert records[1].seconds > records[1].train_seconds  # it evaluated
+    sampled = [b.env_steps - a.env_steps for a, b in zip(records, records[1:], strict=False)]
+    assert all(
+        abs(n / r.seconds - r.steps_per_s) < 1e-6 * r.steps_per_s
+        for n, r in zip(sampled, records[1:], strict=True)
+    )
     assert records[1].eval is not None and set(records[1].eval) == {"random", "minimax"}
     if cfg.mode == "league":
         assert all(r.league is not None and "main_0" in r.league.ratings for r in records)

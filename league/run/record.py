@@ -48,11 +48,15 @@ class IterationRecord:
     env_steps: int
     """Total env steps of the run so far."""
     seconds: float
-    """Wall time of `algo.train()` (sampling and learner updates)."""
+    """Wall time of the whole iteration: `algo.train()`, the league step, the store
+    commit and any evaluation."""
     steps_per_s: float = 0.0
+    """Env steps sampled in the iteration per second of `seconds`."""
     episodes: int = 0
     episode_len_mean: float | None = None
     first_seat_return: float | None = None
+    train_seconds: float = 0.0
+    """Of `seconds`, the time in `algo.train()` (sampling and learner updates)."""
     learners: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per trained module: policy_loss, vf_loss, entropy, ... (finite values only)."""
     league: LeagueRecord | None = None

@@ -279,9 +279,9 @@ def run_iteration(
 ) -> tuple[IterationRecord, int]:
     """One training iteration and its league step; returns its record and the
     store's new sequence number."""
-    started = time.perf_counter()
+    iteration_started = time.perf_counter()
     result = algo.train()
-    elapsed = time.perf_counter() - started
+    elapsed = time.perf_counter() - iteration_started
     runners = result.get("env_runners", {})
     # Counts are NaN in an iteration that sampled nothing (every env runner lost).
     sampled = count_metric(runners.get("num_env_steps_sampled"))
@@ -290,6 +290,7 @@ def run_iteration(
         iteration=iteration,
         env_steps=env_steps + sampled,
         seconds=elapsed,
+        train_seconds=elapsed,
         steps_per_s=sampled / elapsed,
         episodes=count_metric(runners.get("num_episodes")),
         episode_len_mean=runners.get("episode_len_mean"),
@@ -326,6 +327,10 @@ def run_iteration(
     if cfg.eval_interval and iteration % cfg.eval_interval == 0:
         mains = [player_policy(algo, cfg, main)[0] for main in main_players(cfg)]
         record.eval = evaluate_against_references(cfg, mains, cfg.seed + iteration)
+    # The rate a user can count on: the whole iteration, not algo.train() alone (with
+    # sampling ahead, the league step is where the wait for the next batch lands).
+    record.seconds = time.perf_counter() - iteration_started
+    record.steps_per_s = sampled / record.seconds
     return record, store_seq
 
 
