@@ -30,6 +30,7 @@ EXIT_USAGE = 2
 MAX_EVALUATION_GAMES = 1_000_000
 EXIT_DATA = 65  # sysexits EX_DATAERR: input that parses but cannot be used
 EXIT_IO = 74  # sysexits EX_IOERR
+EXIT_SOFTWARE = 70  # sysexits EX_SOFTWARE: the run failed inside; traceback in its logs
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C
 
 
@@ -488,8 +489,54 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CliError("--detach needs --address (a cluster to leave the coordinator on)")
     from league.training.loop import train
 
-    train(cfg, resume=args.resume)
+    try:
+        train(cfg, resume=args.resume)
+    except Exception as err:
+        if args.debug or (_exit_code(err) is not None and not _from_ray(err)):
+            raise
+        # Anything else failed inside the run (often in a Ray actor, where the error
+        # comes wrapped in pages of traceback): one line here, the traceback in a file.
+        log_file = _write_traceback(RunDir(cfg.run_dir).logs, err)
+        raise TrainingFailed(f"{_root_cause(err)} (traceback: {log_file})") from err
     return 0
+
+
+class TrainingFailed(Exception):
+    """A training run failed for a reason League did not check for; the traceback is
+    in the run's logs."""
+
+
+def _from_ray(err: BaseException) -> bool:
+    """An error Ray passed on from an actor or task (RayTaskError also subclasses the
+    original's class, so a ValueError in an env runner is still one of these)."""
+    exceptions = sys.modules.get("ray.exceptions")
+    return exceptions is not None and isinstance(err, exceptions.RayError)
+
+
+def _root_cause(err: BaseException) -> str:
+    """The innermost error's type and first line: what went wrong, not where Ray
+    passed it on (RayTaskError keeps the original as `cause`)."""
+    seen: set[int] = set()
+    while id(err) not in seen:
+        seen.add(id(err))
+        inner = getattr(err, "cause", None) or err.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        err = inner
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    first = lines[0].strip() if lines else ""
+    return f"{type(err).__name__}: {first[:300]}" if first else type(err).__name__
+
+
+def _write_traceback(log_dir: Path, err: BaseException) -> Path:
+    import traceback
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    path = log_dir / "error.log"
+    with path.open("a") as f:
+        f.write(time.strftime("%Y-%m-%d %H:%M:%S ") + "league train failed\n")
+        f.write("".join(traceback.format_exception(err)) + "\n")
+    return path
 
 
 COORDINATOR_DOWN_S = 300.0
@@ -847,7 +894,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is None or args.debug:
             raise  # not an expected failure: a bug, keep its traceback
         # Our errors already say what and where.
-        own = code == EXIT_USAGE or type(err).__name__ == "OutOfSpaceError"
+        own = code == EXIT_USAGE or type(err).__name__ in ("OutOfSpaceError", "TrainingFailed")
         shown = _one_line(err) if own else f"{type(err).__name__}: {_one_line(err)}"
         print(f"league: error: {shown}", file=sys.stderr)
         return code
@@ -871,6 +918,8 @@ def _exit_code(err: Exception) -> int | None:
     own = (CliError, ConfigError, UnknownGameError, RunDirError, StoreError)
     if isinstance(err, (*own, *(cls for cls in loaded if cls is not None))):
         return EXIT_USAGE
+    if isinstance(err, TrainingFailed):
+        return EXIT_SOFTWARE
     if isinstance(err, OSError):
         return EXIT_IO
     if isinstance(err, ValueError | OverflowError | RecursionError):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,9 +15,15 @@ from league.config import TrainConfig
 from league.run import RunDir
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # its own Ray
     return subprocess.run(
-        [sys.executable, "-m", "league.cli", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "league.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=cwd,
+        env=env,
     )
 
 
@@ -110,3 +118,23 @@ def test_export_refuses_a_malformed_player_id(tmp_path, capsys):
     assert "cannot snapshot a snapshot" in capsys.readouterr().err
     assert main(["evaluate", "--run-dir", str(tmp_path), "--player", "../etc"]) == 2
     assert "not a league module id: '../etc'" in capsys.readouterr().err
+
+
+def test_a_run_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_path):
+    """A user's game that breaks mid-run: one `league: error:` line with the cause,
+    exit 70, the traceback in RUN_DIR/logs/error.log (not on the console)."""
+    run = tmp_path / "r"
+    proc = run_cli(
+        "train", "--env", "toy_games:crashing_nim", "--run-dir", str(run),
+        "--num-env-runners", "0", "--num-envs-per-env-runner", "2",
+        "--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
+        "--hidden-sizes", "8", "--stop-timesteps", "2000", "--no-dashboard", "--num-cpus", "1",
+        cwd=Path(__file__).parent,
+    )  # fmt: skip
+    assert proc.returncode == 70, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("league: error:")]
+    assert len(lines) == 1, proc.stderr[-2000:]
+    assert "RuntimeError: the rules of this game broke" in lines[0]
+    assert "more detail" not in lines[0] and str(run / "logs" / "error.log") in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert "more detail" in (run / "logs" / "error.log").read_text()

@@ -107,6 +107,24 @@ def asymmetric_nim() -> Nim:
     return _Lopsided()
 
 
+class _Crashing(Nim):
+    """Nim whose rules break after some moves: a bug in a user's game, found mid-run."""
+
+    def __init__(self, crash_after: int) -> None:
+        super().__init__()
+        self.moves_left = crash_after
+
+    def step(self, action):
+        self.moves_left -= 1
+        if self.moves_left < 0:
+            raise RuntimeError("the rules of this game broke: no stones pile 4\nmore detail")
+        super().step(action)
+
+
+def crashing_nim(crash_after: int = 60) -> Nim:
+    return _Crashing(crash_after)
+
+
 def not_an_env() -> dict:
     return {"stones": 7}
 
