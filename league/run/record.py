@@ -56,7 +56,9 @@ class IterationRecord:
     episode_len_mean: float | None = None
     first_seat_return: float | None = None
     train_seconds: float = 0.0
-    """Of `seconds`, the time in `algo.train()` (sampling and learner updates)."""
+    """Of `seconds`, the time in `algo.train()` (sampling and learner updates); the
+    league step's and the store's are in `league`, evaluation's in `eval_seconds`."""
+    eval_seconds: float = 0.0
     learners: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per trained module: policy_loss, vf_loss, entropy, ... (finite values only)."""
     league: LeagueRecord | None = None

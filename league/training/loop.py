@@ -325,8 +325,10 @@ def run_iteration(
             store_seconds=time.perf_counter() - started,
         )
     if cfg.eval_interval and iteration % cfg.eval_interval == 0:
+        eval_started = time.perf_counter()
         mains = [player_policy(algo, cfg, main)[0] for main in main_players(cfg)]
         record.eval = evaluate_against_references(cfg, mains, cfg.seed + iteration)
+        record.eval_seconds = time.perf_counter() - eval_started
     # The rate a user can count on: the whole iteration, not algo.train() alone (with
     # sampling ahead, the league step is where the wait for the next batch lands).
     record.seconds = time.perf_counter() - iteration_started

@@ -88,6 +88,7 @@ def scalars(record: IterationRecord) -> dict[str, float]:
         "throughput/env_steps_per_s": record.steps_per_s,
         "throughput/iteration_seconds": record.seconds,
         "throughput/train_seconds": record.train_seconds,
+        "throughput/eval_seconds": record.eval_seconds,
         "episodes/count": record.episodes,
         "episodes/length_mean": record.episode_len_mean,
         "episodes/first_seat_return": record.first_seat_return,
