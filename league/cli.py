@@ -187,6 +187,7 @@ MAIN_FLAGS: dict[str, dict[str, str]] = {
         "env": "registry name, package.module:callable or openspiel:GAME(k=v)",
         "env_kwargs": "the game's keyword arguments",
         "teams": "team name -> its seats; {} = the game's own teams",
+        "preset": "named settings for any game: board, poker, descent",
     },
     "run": {
         "mode": "league or selfplay",

@@ -28,13 +28,19 @@ from envs.registry import (
     game_layout,
     get_game,
     make_game_id,
-    registry_defaults,
 )
 from league.core.config import LeagueConfig
 from league.core.config import field_help as _help
 from league.core.ids import MAIN, parse_module_id
 from league.core.league import check_league_fits_layout
 from league.core.seats import SeatLayout
+from league.presets import (
+    PresetError,
+    game_settings,
+    merge_settings,
+    preset_names,
+    preset_settings,
+)
 from league.store.base import DEFAULT_KEEP_MATCHES, SUPPORTED_SCHEMES
 from rlmodules.network_options import (
     ACTIVATION_NAMES,
@@ -90,6 +96,15 @@ class TrainConfig:
             "on the command line; seats no team names play alone. Empty: the game's own teams "
             "(tiny_bridge_4p's partnerships, simple_tag's predators and prey, battle's red "
             "and blue) or every seat alone. One module plays every seat of its team."
+        ),
+    )
+    preset: str | None = field(
+        default=None,
+        metadata=_help(
+            "Named settings from league/presets.yaml applied over the game's own: board "
+            "(the board games' league mix), poker, descent (the league as exploitability "
+            "descent, schedules over the run). Works for any game; flags and --config "
+            "still win."
         ),
     )
     mode: str = field(
@@ -427,6 +442,10 @@ class TrainConfig:
             check_league_fits_layout(self.league, layout)
         except ValueError as err:
             raise ConfigError(f"league: {err}") from None
+        if self.preset is not None and self.preset not in preset_names():
+            raise ConfigError(
+                f"unknown preset {self.preset!r}; known presets: {', '.join(preset_names())}"
+            )
         self._check_reference_opponents()
         for name in (
             "num_envs_per_env_runner",
@@ -675,18 +694,21 @@ class TrainConfig:
 
 
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
-    """`values` over its game's `train_defaults` (nested `league` merged key by key)."""
+    """`values` over the `--preset` they name over their game's measured settings
+    (`league/presets.yaml`; the nested `league` mapping merges key by key)."""
     game = values.get("env", TrainConfig.env)
     kwargs = values.get("env_kwargs", {})
     if not isinstance(game, str) or not isinstance(kwargs, dict):
         return values  # __post_init__ names the problem
     game, _ = canonical_game(game, kwargs)
-    defaults = registry_defaults(game)
-    merged = {**defaults, **values}
-    league_defaults = defaults.get("league")
-    if isinstance(league_defaults, dict) and isinstance(values.get("league"), dict):
-        merged["league"] = {**league_defaults, **values["league"]}
-    return merged
+    defaults = game_settings(game)
+    preset = values.get("preset")
+    if isinstance(preset, str):
+        try:
+            defaults = merge_settings(defaults, preset_settings(preset))
+        except PresetError as err:
+            raise ConfigError(f"preset: {err}") from None
+    return merge_settings(defaults, values)
 
 
 def check_choice(f: dataclasses.Field[Any], value: Any) -> None:

@@ -178,9 +178,9 @@ def test_bad_value_is_one_error_line(capsys, tmp_path, argv, expected):
 
 
 def test_a_game_brings_its_own_defaults_and_flags_override_them(tmp_path):
-    from envs.registry import get_game
+    from league.presets import game_settings
 
-    tuned = get_game("tictactoe").train_defaults
+    tuned = game_settings("tictactoe")
     assert tuned, "tictactoe has measured defaults"
     cfg = config_from(["--env", "tictactoe"])
     for name, value in tuned.items():

@@ -1,0 +1,80 @@
+"""Tuning as data (league/presets.yaml): presets and each registry game's settings,
+every value with its evidence; one resolution whichever way a user gives settings."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from envs.registry import REGISTRY_NAMES
+from league.cli import build_parser, main, train_config_from_args
+from league.config import ConfigError, TrainConfig
+from league.presets import evidence, game_entries, game_settings, preset_names, preset_settings
+
+
+def _flatten(settings: dict) -> set[str]:
+    keys = {k for k in settings if k != "league"}
+    return keys | {f"league.{k}" for k in settings.get("league", {})}
+
+
+def test_every_entry_names_known_settings_and_has_evidence() -> None:
+    assert set(game_entries()) <= set(REGISTRY_NAMES)
+    for name in (*preset_names(), *game_entries()):
+        is_preset = name in preset_names()
+        settings = preset_settings(name) if is_preset else game_settings(name)
+        assert settings, name
+        # Every key a real setting with a valid value (a preset on a game of its own).
+        TrainConfig.from_dict({"env": "openspiel:tic_tac_toe" if is_preset else name, **settings})
+        items = evidence(name)
+        assert items, f"{name}: no evidence"
+        for item in items:
+            assert item["figure"] and item["source"], (name, item)
+            assert set(item["settings"]) <= _flatten(settings), (name, item["settings"])
+
+
+def test_the_registry_holds_no_hyperparameter() -> None:
+    import envs.registry as registry
+
+    text = open(registry.__file__).read()
+    for knob in ("entropy_coeff", "main_self_play_prob", "hidden_sizes", "lr_final"):
+        assert knob not in text, knob
+
+
+@pytest.mark.parametrize("game", REGISTRY_NAMES)
+def test_api_config_file_and_flags_resolve_alike(game: str, tmp_path) -> None:
+    api = TrainConfig.from_dict({"env": game})
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"env": game}))
+    from_file = train_config_from_args(build_parser().parse_args(["train", "--config", str(path)]))
+    from_flags = train_config_from_args(build_parser().parse_args(["train", "--env", game]))
+    assert api == from_file == from_flags
+    for key, value in game_settings(game).items():
+        if key != "league":
+            assert getattr(api, key) == value, (game, key)
+
+
+def test_a_preset_applies_to_any_game_and_flags_still_win() -> None:
+    game = "openspiel:goofspiel(num_cards=4)"
+    plain = TrainConfig.from_dict({"env": game})
+    descent = TrainConfig.from_dict({"env": game, "preset": "descent"})
+    assert (plain.magnet_coeff, descent.magnet_coeff) == (0.0, 0.5)
+    assert descent.anneal_over == "run" and descent.league.main_exploiter_reset_to == "main"
+    flagged = train_config_from_args(
+        build_parser().parse_args(["train", "--env", game, "--preset", "descent", "--lr", "1e-3"])
+    )
+    assert flagged.lr == 1e-3 and flagged.magnet_coeff == 0.5
+    # A preset over a registry game: the preset's values over the game's own.
+    board_kuhn = TrainConfig.from_dict({"env": "kuhn_poker", "preset": "board"})
+    assert board_kuhn.league.snapshot_step_budget == 50_000
+    assert board_kuhn.entropy_coeff == game_settings("kuhn_poker")["entropy_coeff"]
+
+
+def test_an_unknown_preset_is_one_line(tmp_path, capsys) -> None:
+    with pytest.raises(
+        ConfigError, match="unknown preset 'fast'; known presets: poker, board, descent"
+    ):
+        TrainConfig.from_dict({"env": "tictactoe", "preset": "fast"})
+    assert main(["train", "--preset", "fast", "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("league: error:") and err.count("\n") == 1 and "preset" in err
+    assert not (tmp_path / "r").exists()
