@@ -12,11 +12,16 @@ session logs into `RUN_DIR/logs/ray-session`. `verbose` leaves everything as it 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 from types import TracebackType
 
 LIBRARY_LOGGERS = ("ray", "py.warnings")
+"""Loggers routed to the file, with every logger under them that has handlers of its
+own (RLlib gives `ray.rllib` a console handler and stops propagation)."""
 LOG_FILE = "ray.log"
+STDERR_FILE = "stderr.log"
 
 
 class LibraryLogs:
@@ -27,6 +32,7 @@ class LibraryLogs:
         self.verbose = verbose
         self._saved: list[tuple[logging.Logger, list[logging.Handler], bool]] = []
         self._handler: logging.Handler | None = None
+        self._stderr_fd: int | None = None
 
     @property
     def file(self) -> Path:
@@ -40,12 +46,17 @@ class LibraryLogs:
         self._handler.setFormatter(
             logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
         )
-        for name in LIBRARY_LOGGERS:
-            logger = logging.getLogger(name)
+        for logger in _library_loggers():
             self._saved.append((logger, list(logger.handlers), logger.propagate))
             logger.handlers = [self._handler]
             logger.propagate = False
         logging.captureWarnings(True)
+        # Ray's C++ core worker logs errors straight to this process's stderr (fd 2),
+        # e.g. a notice about actor constructor arguments: the fd goes to a file too.
+        sys.stderr.flush()
+        self._stderr_fd = os.dup(2)
+        with open(self.log_dir / STDERR_FILE, "ab") as target:
+            os.dup2(target.fileno(), 2)
         return self
 
     def __exit__(
@@ -56,6 +67,11 @@ class LibraryLogs:
     ) -> None:
         if self._handler is None:
             return
+        sys.stderr.flush()
+        if self._stderr_fd is not None:
+            os.dup2(self._stderr_fd, 2)
+            os.close(self._stderr_fd)
+            self._stderr_fd = None
         logging.captureWarnings(False)
         for logger, handlers, propagate in self._saved:
             logger.handlers = handlers
@@ -63,6 +79,18 @@ class LibraryLogs:
         self._saved.clear()
         self._handler.close()
         self._handler = None
+
+
+def _library_loggers() -> list[logging.Logger]:
+    roots = [logging.getLogger(name) for name in LIBRARY_LOGGERS]
+    own = [
+        logger
+        for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+        and logger.handlers
+        and any(name.startswith(root + ".") for root in LIBRARY_LOGGERS)
+    ]
+    return roots + own
 
 
 def link_session_logs(log_dir: Path, session_dir: str | None) -> None:
