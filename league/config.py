@@ -481,6 +481,24 @@ class TrainConfig:
         if not self.hidden_sizes or any(h < 1 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive ints, got {self.hidden_sizes}")
         self._check_ranges()
+        self._check_learner_only_switches()
+
+    def _check_learner_only_switches(self) -> None:
+        """Switch combinations that would silently do nothing or cannot work: refused
+        here, with the other checks, before a run dir is written or Ray starts."""
+        if (self.shared_vf or self.world_model) and self.layout.multi_side:
+            raise ConfigError(
+                f"shared_vf and world_model read one observation shape; {self.game!r} has "
+                f"{len(self.layout.sides)} sides ({', '.join(self.layout.sides)})"
+            )
+        if self.centralized_critic and not self.shared_vf:
+            raise ConfigError("centralized_critic needs shared_vf")
+        if self.centralized_critic and get_game(self.game).kind != "simultaneous":
+            raise ConfigError(
+                f"centralized_critic needs a simultaneous-move game; {self.game!r} is turn-based"
+            )
+        if self.curiosity_coeff > 0 and not self.world_model:
+            raise ConfigError("curiosity_coeff > 0 needs world_model")
 
     def _check_reference_opponents(self) -> None:
         """Every league reference opponent and the teacher must exist for this game

@@ -138,3 +138,25 @@ def test_a_run_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_pa
     assert "more detail" not in lines[0] and str(run / "logs" / "error.log") in lines[0]
     assert "Traceback" not in proc.stderr
     assert "more detail" in (run / "logs" / "error.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--env", "tictactoe", "--shared-vf", "--centralized-critic"], "simultaneous-move game"),
+        (["--env", "rps", "--centralized-critic"], "centralized_critic needs shared_vf"),
+        (["--curiosity-coeff", "0.1"], "curiosity_coeff > 0 needs world_model"),
+        (["--algo", "appo", "--shared-vf"], "shared_vf needs algo ppo"),
+        (["--env", "simple_tag", "--shared-vf"], "shared_vf and world_model read one"),
+        (["--train-batch-size", "100", "--minibatch-size", "200"], "minibatch_size must not"),
+    ],
+)
+def test_a_refused_combination_leaves_nothing_behind(tmp_path, capsys, flags, expected):
+    """Every combination check runs with the others, before a run dir or Ray."""
+    import ray
+
+    run = tmp_path / "r"
+    assert main(["train", *flags, "--run-dir", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("league: error:") and expected in err and err.count("\n") == 1
+    assert not run.exists() and not ray.is_initialized()

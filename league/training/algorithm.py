@@ -25,7 +25,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from envs.adapters import rllib_env_class
 from envs.registry import game_spaces, get_game, import_roots
-from league.config import ConfigError, TrainConfig
+from league.config import TrainConfig
 from league.core.ids import MAIN, is_reference_id, player_id, reference_name, side_of
 from league.core.league import League
 from league.core.matchmaking import MatchmakingPlan, build_plan
@@ -99,25 +99,6 @@ def env_runner_class(cfg: TrainConfig) -> type[LeagueEnvRunner]:
     return BatchedSimultaneousEnvRunner
 
 
-def check_learner_only_switches(cfg: TrainConfig) -> None:
-    """Refuse switch combinations that would silently do nothing or cannot work."""
-    if (cfg.shared_vf or cfg.world_model) and cfg.layout.multi_side:
-        raise ConfigError(
-            f"shared_vf and world_model read one observation shape; {cfg.game!r} has "
-            f"{len(cfg.layout.sides)} sides ({', '.join(cfg.layout.sides)})"
-        )
-    if cfg.centralized_critic and not cfg.shared_vf:
-        raise ConfigError("centralized_critic needs shared_vf")
-    if cfg.centralized_critic and get_game(cfg.game).kind != "simultaneous":
-        raise ConfigError(
-            f"centralized_critic needs a simultaneous-move game; {cfg.game!r} is turn-based"
-        )
-    if cfg.curiosity_coeff < 0:
-        raise ConfigError(f"curiosity_coeff must be >= 0, got {cfg.curiosity_coeff}")
-    if cfg.curiosity_coeff > 0 and not cfg.world_model:
-        raise ConfigError("curiosity_coeff > 0 needs world_model")
-
-
 def critic_groups(layout: SeatLayout) -> dict[str, list[str]]:
     """Whose observations each seat's centralized critic reads, its own first: its team
     in a team game (the team's critic), every seat when each team is one seat."""
@@ -163,7 +144,6 @@ def league_settings(
 ) -> AlgorithmConfig:
     """What PPO and APPO share: the game, the env runners, the modules (trainable
     players plus learner-only ones), the seat mapping and match recording."""
-    check_learner_only_switches(cfg)
     players = trainable_players(cfg)
     extra = learner_only_specs(cfg, players)
     # With the shared value function the policies have no value head at all.

@@ -103,30 +103,57 @@ def config_for_files(cfg: TrainConfig) -> dict[str, Any]:
     return {**cfg.to_dict(), "store": url_for_files(cfg.store)}
 
 
-def prepare_run(
-    cfg: TrainConfig, resume: bool, log: Callable[[str], None] = print
-) -> tuple[RunDir, dict[str, Any] | None]:
-    """Check the run dir for a new run or a resume; write config.json for a new run
-    (and rewrite a resumed run's config.json that still holds a store password)."""
+def check_run_dir(cfg: TrainConfig, resume: bool) -> tuple[RunDir, dict[str, Any] | None]:
+    """The run dir for a new run (none there yet) or a resume (its latest checkpoint);
+    writes nothing."""
     run = RunDir(cfg.run_dir)
-    if literal_password(cfg.store):
-        log(
-            f"the store URL's password is not written to files: config.json keeps "
-            f"${{{PASSWORD_VARIABLE}}}; export {PASSWORD_VARIABLE} (or pass --store) to resume"
-        )
     if resume:
-        latest = run.latest_checkpoint()
-        if literal_password(run.load_config().get("store")):  # a run dir from before
-            write_json_atomic(run.config_file, config_for_files(cfg))
-        return run, latest
+        return run, run.latest_checkpoint()
     if run.latest_file.is_file():
         raise RunDirError(
             f"run dir {str(run.path)!r} already holds a run; pass --resume to continue it "
             "or choose another --run-dir"
         )
+    return run, None
+
+
+def write_run_config(
+    run: RunDir, cfg: TrainConfig, resume: bool, log: Callable[[str], None] = print
+) -> None:
+    """config.json for a new run; a resumed run's is rewritten only if it still holds
+    a store password (a run dir from before the password was kept out of files)."""
+    if literal_password(cfg.store):
+        log(
+            f"the store URL's password is not written to files: config.json keeps "
+            f"${{{PASSWORD_VARIABLE}}}; export {PASSWORD_VARIABLE} (or pass --store) to resume"
+        )
+    if resume and not literal_password(run.load_config().get("store")):
+        return
     run.path.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run.config_file, config_for_files(cfg))
-    return run, None
+
+
+def prepare_run(
+    cfg: TrainConfig, resume: bool, log: Callable[[str], None] = print
+) -> tuple[RunDir, dict[str, Any] | None]:
+    """`check_run_dir`, then `write_run_config`."""
+    run, latest = check_run_dir(cfg, resume)
+    write_run_config(run, cfg, resume, log)
+    return run, latest
+
+
+def check_local_gpus(cfg: TrainConfig) -> None:
+    """A local Ray instance never grows a GPU: a GPU learner on a machine without one is
+    refused before anything is written or started (a cluster may autoscale one in)."""
+    if cfg.num_gpus_per_learner <= 0 or os.environ.get("RAY_ADDRESS") or ray.is_initialized():
+        return
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if cfg.num_gpus_per_learner > gpus:
+        raise ConfigError(
+            f"num_gpus_per_learner {cfg.num_gpus_per_learner:g} but this machine has {gpus} GPUs"
+        )
 
 
 def resume_config(run_dir: str, overrides: dict[str, Any]) -> TrainConfig:
@@ -370,8 +397,11 @@ def train(
     control: TrainControl | None = None,
 ) -> TrainingSummary:
     """Train until a stop condition; checkpoint periodically and at the end."""
-    run, latest = prepare_run(cfg, resume, log)
+    # Everything that can refuse the run does so before config.json is written or Ray
+    # starts: the run dir, its recorded progress, the GPUs, the store.
+    run, latest = check_run_dir(cfg, resume)
     progress = recorded_progress(run, latest)  # a hand-broken latest.json fails before Ray
+    check_local_gpus(cfg)
     store = (
         open_store(cfg.store, run.path, keep_matches=cfg.store_retention)
         if cfg.mode == "league"
@@ -384,6 +414,7 @@ def train(
             "already holds a league "
             f"(seq {store.seq()}); pass --resume, or use another store or namespace"
         )
+    write_run_config(run, cfg, resume, log)
     with LibraryLogs(run.logs, cfg.verbose):
         return _train(cfg, run, latest, progress, store, log, control)
 
