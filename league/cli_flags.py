@@ -1,0 +1,284 @@
+"""`league train`'s flags from the TrainConfig dataclass: names, types, choices, defaults
+and help, so flags and config keys cannot drift apart; and the flags, a --config file and
+a resumed run's stored config resolved into one TrainConfig."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from league.config import ConfigError, TrainConfig, check_choice, load_config_file, matches_type
+from league.run import RunDir
+
+FieldPath = tuple[str, ...]
+"""A TrainConfig field's keys, as nested in a config file: ("lr",), ("league", "pfsp_p")."""
+
+_METAVARS: dict[type, str] = {int: "INT", float: "FLOAT", str: "TEXT"}
+
+
+def leaf_fields(
+    cls: type, prefix: FieldPath = ()
+) -> Iterator[tuple[FieldPath, dataclasses.Field[Any], Any]]:
+    """(path, field, type hint) of every plain field; nested dataclasses are walked into."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        path = (*prefix, f.name)
+        if dataclasses.is_dataclass(hints[f.name]):
+            yield from leaf_fields(hints[f.name], path)
+        else:
+            yield path, f, hints[f.name]
+
+
+def flag_dest(path: FieldPath) -> str:
+    return ".".join(path)
+
+
+def flag_name(path: FieldPath) -> str:
+    # `lambda_` only dodges the Python keyword; users type --lambda.
+    return "--" + flag_dest(path).rstrip("_").replace("_", "-")
+
+
+def field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def show_value(value: Any) -> str:
+    """A default as the user would type it on the command line."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, dict) or (
+        isinstance(value, list) and value and isinstance(value[0], list)
+    ):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return " ".join(map(str, value)) if value else "none"
+    return str(value)
+
+
+def help_text(f: dataclasses.Field[Any]) -> str:
+    return f.metadata["help"].replace("%", "%%")  # argparse %-formats help strings
+
+
+def field_help_text(f: dataclasses.Field[Any]) -> str:
+    return f"{help_text(f)} (default: {show_value(field_default(f))})"
+
+
+def _split_optional(hint: Any) -> tuple[Any, bool]:
+    """(X, True) for `X | None`, else (hint, False)."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union) and type(None) in args:
+        (inner,) = (a for a in args if a is not type(None))
+        return inner, True
+    return hint, False
+
+
+def _optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`none` unsets an optional field, e.g. a stop condition set in the config file."""
+
+    def parse(text: str) -> Any:
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = convert.__name__  # argparse says "invalid int value: ..."
+    return parse
+
+
+def _choice(f: dataclasses.Field[Any]) -> Callable[[str], str]:
+    """Refuse a value outside the field's choices with the config file's own message."""
+
+    def parse(text: str) -> str:
+        try:
+            check_choice(f, text)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+        return text
+
+    return parse
+
+
+def _json_value(f: dataclasses.Field[Any], hint: Any) -> Callable[[str], Any]:
+    """Parse a JSON flag value (a mapping, or a list of lists) and check its type."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"not valid JSON: {err}") from None
+        if not matches_type(value, hint):
+            raise argparse.ArgumentTypeError(f"{f.name} must be {hint}, got {value!r}")
+        return value
+
+    parse.__name__ = "JSON"
+    return parse
+
+
+def _parse_options(f: dataclasses.Field[Any], hint: Any) -> dict[str, Any]:
+    """argparse keywords that parse one field's values, from its type hint."""
+    inner, optional = _split_optional(hint)
+    if inner is bool and not optional:
+        return {"action": argparse.BooleanOptionalAction}
+    nested_list = (
+        typing.get_origin(inner) is list and typing.get_origin(typing.get_args(inner)[0]) is list
+    )
+    if typing.get_origin(inner) is dict or nested_list:
+        return {"type": _json_value(f, inner), "metavar": "JSON"}
+    if typing.get_origin(inner) is list and not optional:
+        (item,) = typing.get_args(inner)
+        return {"type": item, "nargs": "+", "metavar": _METAVARS[item]}
+    if inner not in _METAVARS:
+        raise TypeError(f"no command-line flag for field {f.name!r} of type {hint}")
+    if "choices" in f.metadata:
+        return {"type": _choice(f), "choices": f.metadata["choices"]}
+    metavar = _METAVARS[inner] + ("|none" if optional else "")
+    return {"type": _optional(inner) if optional else inner, "metavar": metavar}
+
+
+# `league train --help` shows these, grouped, with a one-line help each; `--help-all`
+# shows every setting with its full help.
+MAIN_FLAGS: dict[str, dict[str, str]] = {
+    "game": {
+        "env": "registry name, package.module:callable or openspiel:GAME(k=v)",
+        "env_kwargs": "the game's keyword arguments",
+        "teams": "team name -> its seats; {} = the game's own teams",
+        "preset": "named settings for any game: board, poker, descent",
+    },
+    "run": {
+        "mode": "league or selfplay",
+        "run_dir": "checkpoints, snapshots, logs",
+        "stop_minutes": "wall-clock budget",
+        "seed": "random seed",
+        "store": "league store URL; none = SQLite in the run dir",
+        "verbose": "Ray's and RLlib's logs on the console, not in RUN_DIR/logs",
+    },
+    "resources": {
+        "num_env_runners": "env-runner actors",
+        "num_learners": "learner actors (0 = in this process)",
+        "num_gpus_per_learner": "GPUs per learner",
+    },
+    "algorithm": {"algo": "ppo or appo", "lr": "learning rate", "entropy_coeff": "entropy bonus"},
+    "network": {"hidden_sizes": "MLP layer sizes", "encoder": "auto, mlp or conv"},
+    "league": {
+        "league.opponent_sampling": "pfsp, nash or alpharank",
+        "league.ratings": "elo, skill (rankings) or auto",
+    },
+    "evaluation": {"eval_interval": "evaluate every N iterations"},
+}
+
+
+def brief_help(key: str, f: dataclasses.Field[Any]) -> str:
+    text = next(helps[key] for helps in MAIN_FLAGS.values() if key in helps)
+    return f"{text} ({show_value(field_default(f))})".replace("%", "%%")
+
+
+class HelpAllAction(argparse.Action):
+    """Print every setting with its full help (the brief --help shows the main ones)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        show_every_setting(parser)
+        parser.print_help()
+        parser.exit()
+
+
+def show_every_setting(parser: argparse.ArgumentParser) -> None:
+    """Turn `league train`'s brief help into the full one (--help-all, the docs page)."""
+    for action in parser._actions:
+        full = getattr(action, "full_help", None)
+        if full is not None:
+            action.help = full
+    for group in parser._action_groups:
+        if getattr(group, "full_description", None) is not None:
+            group.description = group.full_description
+
+
+def add_field_flags(p: argparse.ArgumentParser) -> None:
+    """One flag per TrainConfig field. --help lists the main ones in MAIN_FLAGS' groups;
+    the rest keep their full help for --help-all, in their section's group."""
+    main = {name: group for group, helps in MAIN_FLAGS.items() for name in helps}
+    shown = {group: p.add_argument_group(f"{group} flags") for group in MAIN_FLAGS}
+    sections = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    more = p.add_argument_group("more flags (league train --help-all)")
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for path, f, hint in leaf_fields(TrainConfig):
+        key = ".".join(path)
+        container: argparse._ActionsContainer = more
+        if key in main:
+            container = shown[main[key]]
+        elif len(path) > 1:
+            if path[0] not in groups:
+                groups[path[0]] = section_group(p, sections[path[0]])
+            container = groups[path[0]]
+        action = container.add_argument(
+            flag_name(path),
+            dest=flag_dest(path),
+            # Absent flags stay absent, so they never mask the config file or a resumed run.
+            default=argparse.SUPPRESS,
+            help=brief_help(key, f) if key in main else argparse.SUPPRESS,
+            **_parse_options(f, hint),
+        )
+        action.full_help = field_help_text(f)  # type: ignore[attr-defined]
+
+
+def section_group(p: argparse.ArgumentParser, f: dataclasses.Field[Any]) -> argparse._ArgumentGroup:
+    group = p.add_argument_group(f"{f.name} flags (all)")
+    # Shown by --help-all only: under --help the group has no visible flag.
+    group.full_description = (  # type: ignore[attr-defined]
+        f"{help_text(f)} Also settable as the `{f.name}:` mapping of --config; each flag "
+        "overrides one key of it."
+    )
+    return group
+
+
+def given_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The field flags given on the command line, nested like a config file."""
+    values: dict[str, Any] = {}
+    for path, _, _ in leaf_fields(TrainConfig):
+        if hasattr(args, flag_dest(path)):
+            node = values
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = getattr(args, flag_dest(path))
+    return values
+
+
+def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """`top` over `base`; nested mappings merge key by key, so one league flag keeps the
+    other league settings of the config file."""
+    merged = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = overlay(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def resume_overrides(run_dir: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """resume_config replaces whole keys of the stored config; merge the nested league
+    mapping here so that overriding one league key keeps the run's others."""
+    run = RunDir(run_dir)
+    if "league" not in overrides or not run.config_file.is_file():
+        return overrides  # resume_config refuses a run dir that cannot be resumed
+    return overlay(run.load_config(), overrides)
+
+
+def train_config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """Flags over the --config file over a resumed run's stored config over defaults."""
+    values: dict[str, Any] = load_config_file(args.config) if args.config else {}
+    overrides = overlay(values, given_values(args))
+    if args.resume:
+        from league.training.loop import resume_config  # imports Ray: only when resuming
+
+        run_dir = overrides.get("run_dir") or TrainConfig.run_dir
+        return resume_config(run_dir, resume_overrides(run_dir, overrides))
+    return TrainConfig.from_dict(overrides, source=args.config or "command line")
