@@ -40,7 +40,7 @@ def make_snapshots(run: RunDir, ids: list[str]) -> None:
 def test_snapshots_the_league_no_longer_holds_are_swept(tmp_path: Path, archive: bool) -> None:
     run = RunDir(tmp_path)
     make_snapshots(run, ["main_0@1", "main_0@2", "main_0@3"])
-    sweep_retired_snapshots(run, ["main_0@2", "main_0@3", "ref:minimax"], archive=archive)
+    sweep_retired_snapshots(run, ["main_0@2", "main_0@3", "ref=minimax"], archive=archive)
     assert [p.name for p in run.snapshot_dirs()] == ["main_0@2", "main_0@3"]
     archived = run.archive / "snapshots" / "main_0@1" / "weights.safetensors"
     assert archived.is_file() == archive

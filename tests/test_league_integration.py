@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from league.config import TrainConfig
-from league.core.ids import is_snapshot_id
+from league.core.ids import is_reference_id, is_snapshot_id
 from league.training.algorithm import build_ppo_config, trainable_players
 from league.training.driver import LeagueDriver, count_metric
 from league.training.env_runner import LeagueEnvRunner
+from league.training.loop import sweep_retired_snapshots
 from league.training.sample_ahead import SAMPLE_AHEAD_TAG
 
 
@@ -36,7 +37,7 @@ def league_run(ray_session, tmp_path_factory):
     driver = LeagueDriver(algo, cfg, tmp_path_factory.mktemp("league"), seed=0)
     seeded = driver.seed_league()
     # tictactoe's league brings minimax as a member: always in the active set.
-    assert seeded == ("main_0@0",) and driver.active_set == ("ref:minimax", *seeded)
+    assert seeded == ("main_0@0",) and driver.active_set == ("ref=minimax", *seeded)
     history = []
     for iteration in range(1, 9):
         result = algo.train()
@@ -70,10 +71,16 @@ def test_league_grows_and_retires_beyond_budget(league_run):
     assert max(sizes) >= 2 and new > cfg.league.max_snapshots
     assert retired, sizes
     assert all(size <= cfg.league.max_snapshots for size in sizes)
-    # Retired snapshots leave the registry and their files.
+    # Retired snapshots leave the registry at once, and their files at the next
+    # checkpoint (the state a resume restores may still name them until then).
     for sid in retired:
         assert sid not in driver.league.snapshots
+        assert driver.run.snapshot_dir(sid).exists()
+    sweep_retired_snapshots(driver.run, list(driver.league.snapshots), archive=False)
+    for sid in retired:
         assert not driver.run.snapshot_dir(sid).exists()
+    for sid in driver.league.snapshots:
+        assert is_reference_id(sid) or driver.run.snapshot_dir(sid).exists()
     # The latest snapshot of each main is never retired.
     for sid in driver.league.latest_snapshots("main").values():
         assert sid in driver.league.snapshots

@@ -72,7 +72,7 @@ def test_probe_exploits_a_scripted_player(ray_session):
     lines: list[str] = []
     target = ReferenceTarget("random", "tictactoe")
     result = probe(target, minutes=0.3, games=200, seed=2, log=lines.append)
-    assert "best response to ref:random for 0.3 min" in lines[0], lines
+    assert "best response to ref=random for 0.3 min" in lines[0], lines
     assert result.games == 200 and len(result.seats) == 2
     # Random against random scores 0 over both seats; PPO's best response beats it.
     assert result.win_rate > 0.5 and result.mean_score > 0.1, result.format()

@@ -3,6 +3,8 @@ import path) that the main plays, with payoff rows and ratings, always on env ru
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +16,7 @@ from envs.registry import game_spaces
 from envs.spaces import MASK_KEY, OBS_KEY
 from league.config import ConfigError, TrainConfig
 from league.core import League, LeagueConfig, MatchRecord, is_reference_id, reference_id
+from league.core.ids import reference_name
 from league.core.matchmaking import next_plan
 from league.training.algorithm import build_ppo_config, trainable_players
 from league.training.driver import LeagueDriver
@@ -30,11 +33,45 @@ MIX = dict(
 
 
 def test_reference_ids_are_their_own_kind():
-    assert reference_id("minimax") == "ref:minimax"
-    assert reference_id("my_bots.c4:Greedy") == "ref:my_bots.c4:Greedy"
-    assert is_reference_id("ref:minimax")
-    for bad in ("main_0", "main_0@1", "ref:", "ref:a b", "minimax"):
+    assert reference_id("minimax") == "ref=minimax"
+    assert reference_id("my_bots.c4:Greedy") == "ref=my_bots.c4=Greedy"
+    assert is_reference_id("ref=minimax")
+    for bad in ("main_0", "main_0@1", "ref=", "ref=a b", "minimax", "ref:minimax"):
         assert not is_reference_id(bad)
+    assert reference_name("ref=my_bots.c4=Greedy") == "my_bots.c4:Greedy"
+
+
+def test_every_kind_of_module_id_is_a_valid_rllib_module_id():
+    """RLlib refuses `<>:"/\\|?` in module ids (and warns on every one it meets)."""
+    from ray.rllib.core.rl_module import validate_module_id
+
+    for module_id in (
+        "main_0",
+        "main_exploiter_0@12",
+        "adversary.main_0@3",
+        reference_id("minimax"),
+        reference_id("my_bots.c4:Greedy"),
+    ):
+        validate_module_id(module_id, error=True)
+
+
+def test_a_state_stored_with_legacy_reference_ids_is_upgraded():
+    league = League(LeagueConfig(reference_opponents=["minimax"], **MIX))
+    records = [
+        MatchRecord(f"e{k}", {"a": "main_0", "b": "ref=minimax"}, {"a": "loss", "b": "win"}, 5, 1)
+        for k in range(4)
+    ]
+    league.record(records)
+    legacy = json.loads(json.dumps(league.get_state()).replace("ref=minimax", "ref:minimax"))
+    assert "ref:minimax" in json.dumps(legacy)
+    restored = League.from_state(league.cfg, legacy)
+    assert restored.references == ("ref=minimax",)
+    assert (
+        restored.payoff.games("main_0", "ref=minimax")
+        == league.payoff.games("main_0", "ref=minimax")
+        > 3
+    )
+    assert restored.ratings.rating("ref=minimax") == league.ratings.rating("ref=minimax")
     with pytest.raises(ValueError, match="not a reference opponent name"):
         reference_id("../etc")
 
@@ -62,7 +99,7 @@ def test_train_config_checks_the_opponent_exists_for_the_game():
         TrainConfig.from_dict({"env": "tictactoe", "league": league})
     league["reference_opponents"] = ["tests.test_reference_opponents:LowestCell"]
     cfg = TrainConfig.from_dict({"env": "tictactoe", "league": league})
-    assert cfg.league.reference_ids() == ("ref:tests.test_reference_opponents:LowestCell",)
+    assert cfg.league.reference_ids() == ("ref=tests.test_reference_opponents=LowestCell",)
 
 
 def not_a_policy() -> object:
@@ -84,31 +121,31 @@ def test_only_mains_play_references_and_they_are_always_loaded():
     for iteration in range(3):
         league.take_snapshot("main_0", iteration)
     active, plan = next_plan(league, np.random.default_rng(0))
-    assert active[0] == "ref:minimax"
+    assert active[0] == "ref=minimax"
     assert len([m for m in active if not is_reference_id(m)]) == 1  # the budget is snapshots'
     main = plan.opponent_distribution("main_0")
-    assert main["ref:minimax"] == pytest.approx(0.2)
+    assert main["ref=minimax"] == pytest.approx(0.2)
     for player in ("main_exploiter_0", "league_exploiter_0"):
-        assert "ref:minimax" not in plan.opponent_distribution(player)
+        assert "ref=minimax" not in plan.opponent_distribution(player)
 
 
 def test_reference_matches_enter_payoff_and_ratings_and_survive_state():
     cfg = LeagueConfig(reference_opponents=["minimax"], **MIX)
     league = League(cfg)
     records = [
-        MatchRecord(f"e{k}", {"a": "main_0", "b": "ref:minimax"}, {"a": "loss", "b": "win"}, 5, 1)
+        MatchRecord(f"e{k}", {"a": "main_0", "b": "ref=minimax"}, {"a": "loss", "b": "win"}, 5, 1)
         for k in range(10)
     ]
     assert league.record(records) == 10
-    assert league.payoff.games("main_0", "ref:minimax") > 9
-    assert league.payoff.win_rate("ref:minimax", "main_0") == pytest.approx(1.0)
-    rating = league.ratings.rating("ref:minimax")
+    assert league.payoff.games("main_0", "ref=minimax") > 9
+    assert league.payoff.win_rate("ref=minimax", "main_0") == pytest.approx(1.0)
+    rating = league.ratings.rating("ref=minimax")
     assert rating > cfg.elo_initial
     restored = League.from_state(cfg, league.get_state())
-    assert restored.ratings.rating("ref:minimax") == rating
-    assert restored.references == ("ref:minimax",)
+    assert restored.ratings.rating("ref=minimax") == rating
+    assert restored.references == ("ref=minimax",)
     with pytest.raises(ValueError, match="not a snapshot in the league"):
-        restored.retire(["ref:minimax"])
+        restored.retire(["ref=minimax"])
 
 
 def test_reference_module_plays_the_bot_and_never_an_illegal_move():
@@ -173,19 +210,19 @@ def test_league_with_minimax_member_plays_it_on_runners(ray_session, tmp_path, e
             records += driver.step(iteration, algo.train()).records
         # As on --resume: the stored state puts the reference back in the active set.
         driver.set_state(driver.get_state())
-        assert driver.active_set[0] == "ref:minimax"
+        assert driver.active_set[0] == "ref=minimax"
         holdings = algo.env_runner_group.foreach_env_runner(
             LeagueEnvRunner.module_ids, local_env_runner=False
         )
         learner_modules = set(algo.learner_group.get_weights())
     finally:
         algo.stop()
-    assert all("ref:minimax" in modules for _, modules in holdings)
+    assert all("ref=minimax" in modules for _, modules in holdings)
     assert learner_modules == set(trainable_players(cfg))
-    vs_minimax = [r for r in records if "ref:minimax" in r.modules.values()]
+    vs_minimax = [r for r in records if "ref=minimax" in r.modules.values()]
     assert len(vs_minimax) >= 20
     # Perfect play never loses: the bot really plays on the runner.
     for r in vs_minimax:
-        seat = next(s for s, m in r.modules.items() if m == "ref:minimax")
+        seat = next(s for s, m in r.modules.items() if m == "ref=minimax")
         assert r.outcomes[seat] != "loss"
-    assert driver.league.payoff.games("ref:minimax", "main_0") > 0
+    assert driver.league.payoff.games("ref=minimax", "main_0") > 0

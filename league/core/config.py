@@ -112,7 +112,7 @@ class LeagueConfig:
             "reference opponents by name (`minimax` on tictactoe, `search` on connect_four, "
             "`random` anywhere) or user bots as package.module:callable (returning an object "
             "with `action_probs(obs)` over the league observation dict). They appear in the "
-            "payoff table and ratings as `ref:<name>`; only mains play them "
+            "payoff table and ratings as `ref=<name>`; only mains play them "
             "(main_reference_prob)."
         ),
     )
@@ -400,7 +400,7 @@ class LeagueConfig:
             raise ValueError(f"reference_opponents names one twice: {reprlib.repr(refs)}")
 
     def reference_ids(self) -> tuple[str, ...]:
-        """Module ids of the reference opponents (``ref:<name>``), in config order."""
+        """Module ids of the reference opponents (``ref=<name>``), in config order."""
         return tuple(reference_id(name) for name in self.reference_opponents)
 
     def learner_weights(self, sides: Iterable[str] = ("",)) -> dict[str, float]:

@@ -1,8 +1,8 @@
 """Module ids: the only place that spells their format (see DESIGN.md).
 
 ``<role>_<n>`` for trainable players, ``<player>@<version>`` for frozen
-snapshots and ``ref:<name>`` for reference opponents (scripted, parameter-free
-league members such as ``ref:minimax``); the rest of the code parses and builds
+snapshots and ``ref=<name>`` for reference opponents (scripted, parameter-free
+league members such as ``ref=minimax``); the rest of the code parses and builds
 ids through these helpers and never splits strings by hand.
 
 In a game with more than one side (seats with different spaces, e.g. predators
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 MAIN = "main"
 MAIN_EXPLOITER = "main_exploiter"
@@ -31,7 +32,10 @@ _SNAPSHOT_RE = re.compile(
     r"^(?P<player>(?:[a-z][a-z0-9_]*\.)?[a-z_]+_(?:0|[1-9][0-9]*))@(0|[1-9][0-9]*)$"
 )
 _SIDE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-REFERENCE_PREFIX = "ref:"
+REFERENCE_PREFIX = "ref="
+# Until December 2026 reference ids were `ref=<name>`; ':' is not allowed in an RLlib
+# module id, so stored league states are upgraded when they are read.
+LEGACY_REFERENCE_PREFIX = "ref:"
 # A game's opponent name ("minimax") or an import path ("my_bots.c4:Greedy").
 _REFERENCE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*(?::[A-Za-z_][A-Za-z0-9_.]*)?$")
 MAX_REFERENCE_NAME = 200
@@ -141,22 +145,39 @@ def reference_id(name: str) -> str:
             f"not a reference opponent name: {name!r} (a game's opponent such as 'minimax', "
             "or package.module:callable)"
         )
-    return REFERENCE_PREFIX + name
+    # An import path's ':' becomes '=': RLlib refuses ':' in module ids.
+    return REFERENCE_PREFIX + name.replace(":", "=")
 
 
 def reference_name(module_id: str) -> str:
     """The opponent name inside a reference id; ValueError for anything else."""
     if not is_reference_id(module_id):
         raise ValueError(f"not a reference opponent id: {module_id!r}")
-    return module_id[len(REFERENCE_PREFIX) :]
+    return module_id[len(REFERENCE_PREFIX) :].replace("=", ":")
 
 
 def is_reference_id(module_id: str) -> bool:
-    """True for ``ref:<name>``: a scripted league member with no weights."""
+    """True for ``ref=<name>``: a scripted league member with no weights."""
     if not isinstance(module_id, str) or not module_id.startswith(REFERENCE_PREFIX):
         return False
-    name = module_id[len(REFERENCE_PREFIX) :]
+    name = module_id[len(REFERENCE_PREFIX) :].replace("=", ":")
     return len(name) <= MAX_REFERENCE_NAME and bool(_REFERENCE_NAME_RE.match(name))
+
+
+def upgrade_reference_ids(data: Any) -> Any:
+    """`data` (a stored league state, JSON-like) with every legacy reference id
+    (``ref=<name>``, as keys or values) written the current way."""
+    if isinstance(data, str):
+        if data.startswith(LEGACY_REFERENCE_PREFIX):
+            name = data[len(LEGACY_REFERENCE_PREFIX) :]
+            if len(name) <= MAX_REFERENCE_NAME and _REFERENCE_NAME_RE.match(name):
+                return reference_id(name)
+        return data
+    if isinstance(data, dict):
+        return {upgrade_reference_ids(k): upgrade_reference_ids(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return type(data)(upgrade_reference_ids(v) for v in data)
+    return data
 
 
 def is_frozen_id(module_id: str) -> bool:

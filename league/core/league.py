@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 
 from league.core.config import LeagueConfig
-from league.core.ids import is_player_id, is_snapshot_id, parse_module_id, snapshot_id
+from league.core.ids import (
+    is_player_id,
+    is_snapshot_id,
+    parse_module_id,
+    snapshot_id,
+    upgrade_reference_ids,
+)
 from league.core.match import MatchRecord
 from league.core.meta import check_solver
 from league.core.model import TWO_PLAYER_LAYOUT, Decision, LeagueView, Player, Reset, Snapshot
@@ -86,7 +92,7 @@ class League:
 
     @property
     def references(self) -> tuple[str, ...]:
-        """Reference opponents (``ref:<name>``): frozen scripted members named by the
+        """Reference opponents (``ref=<name>``): frozen scripted members named by the
         config, always on env runners; they have payoff rows and ratings but no
         snapshots, are never retired and never reset."""
         return self.cfg.reference_ids()
@@ -307,7 +313,7 @@ class League:
         cls, cfg: LeagueConfig, state: Mapping[str, Any], layout: SeatLayout | None = None
     ) -> League:
         league = cls(cfg, layout)
-        league.set_state(state)
+        league.set_state(upgrade_reference_ids(state))  # a state stored with `ref:` ids
         return league
 
 

@@ -80,7 +80,7 @@ class LeagueView:
     payoff: PayoffTable
     ratings: Mapping[str, float]
     references: tuple[str, ...] = ()
-    """Reference opponents' ids (``ref:<name>``); always on env runners."""
+    """Reference opponents' ids (``ref=<name>``); always on env runners."""
     layout: SeatLayout = TWO_PLAYER_LAYOUT
 
     def player_ids(self, role: str | None = None, side: str | None = None) -> list[str]:

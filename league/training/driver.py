@@ -33,7 +33,7 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from safetensors.numpy import load_file
 
 from league.config import TrainConfig
-from league.core.ids import MAIN, is_reference_id, side_of
+from league.core.ids import MAIN, is_reference_id, side_of, upgrade_reference_ids
 from league.core.league import League
 from league.core.match import MatchRecord
 from league.core.matchmaking import MatchmakingPlan, build_plan, next_plan
@@ -300,6 +300,7 @@ class LeagueDriver:
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore league state and put the active set back on the env runners."""
+        state = upgrade_reference_ids(state)  # stored before reference ids had no ':'
         league_state = {k: v for k, v in state.items() if k != "driver"}
         self.league = League.from_state(self.cfg.league, league_state, self.layout)
         extra = state.get("driver", {})

@@ -8,7 +8,7 @@ network learns against it by PPO for the given minutes, and the best response is
 then evaluated against the target (greedy, in every seat, the target sampling as
 it plays when deployed). A win rate near the game's value means the target is
 hard to exploit; near 1, that a short search already beats it. A scripted target
-(a game's reference opponent, `ref:search`, or a user's bot) is probed the same
+(a game's reference opponent, `ref=search`, or a user's bot) is probed the same
 way against the game's default network.
 
 Seats, teams and sides: the best response plays one team (every seat of it) and
@@ -136,7 +136,7 @@ def probe_config(target: SnapshotPolicy | ReferenceTarget, seed: int) -> TrainCo
 
 
 def describe(target: SnapshotPolicy | ReferenceTarget) -> str:
-    """The target's name as the league names its members: main_0@3, ref:search."""
+    """The target's name as the league names its members: main_0@3, ref=search."""
     if isinstance(target, ReferenceTarget):
         return reference_id(target.name)
     version = target.meta.version
