@@ -396,7 +396,8 @@ class TrainConfig:
         metadata=_help(
             "Match records the league store keeps; older iterations' matches are folded "
             "into per-matchup game counts, so the store stays near a fixed size (about "
-            "300 bytes a match on two-player games). 0 = keep every match."
+            "300 bytes a match on two-player games: 3 MB at the default). 0 = keep every "
+            "match."
         ),
     )
     league: LeagueConfig = field(

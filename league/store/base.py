@@ -47,9 +47,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 DEFAULT_KEEP_STATES = 20
-DEFAULT_KEEP_MATCHES = 20_000
-"""About 6 MB of match records (some 300 bytes each on two-player games): the store of
+DEFAULT_KEEP_MATCHES = 10_000
+"""About 3 MB of match records (some 300 bytes each on two-player games): the store of
 a run stays near this size whatever its length (`store_retention`, 0 = keep all)."""
+TRAINING_KEEP_STATES = 3
+"""States a training run keeps besides the pinned (checkpoint) one: a resume only ever
+rolls back to the pin, and readers want the latest; each state holds the whole league
+(hundreds of KB with a full registry), so 20 of them were most of a store."""
 DEFAULT_NAMESPACE = "league"
 SUPPORTED_SCHEMES: tuple[str, ...] = ("sqlite", "redis", "rediss")
 SCHEMA_VERSION = 2

@@ -89,6 +89,10 @@ class SQLiteStore(LeagueStore):
             if str(mode).lower() != "wal":
                 raise StoreUnavailableError(f"SQLite store {self.path}: WAL mode refused ({mode})")
             conn.execute("PRAGMA synchronous=FULL")
+            # A small WAL: checkpointed every 256 pages (1 MB) and cut back to 2 MB after
+            # a checkpoint, instead of growing to the largest commit and staying there.
+            conn.execute("PRAGMA wal_autocheckpoint=256")
+            conn.execute("PRAGMA journal_size_limit=2097152")
             with self._write(upgrade=False):
                 for stmt in _SCHEMA.split(";"):
                     if stmt.strip():

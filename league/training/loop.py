@@ -38,6 +38,7 @@ from league.store import (
     redacted_url,
     url_for_files,
 )
+from league.store.base import TRAINING_KEEP_STATES
 from league.tools.evaluation import evaluate
 from league.training.algorithm import (
     build_algorithm_config,
@@ -403,7 +404,12 @@ def train(
     progress = recorded_progress(run, latest)  # a hand-broken latest.json fails before Ray
     check_local_gpus(cfg)
     store = (
-        open_store(cfg.store, run.path, keep_matches=cfg.store_retention)
+        open_store(
+            cfg.store,
+            run.path,
+            keep_states=TRAINING_KEEP_STATES,
+            keep_matches=cfg.store_retention,
+        )
         if cfg.mode == "league"
         else None
     )
