@@ -1,4 +1,6 @@
-"""Shared fixtures: one local Ray instance for the whole session."""
+"""Shared fixtures: one local Ray instance for the whole session; `--quick` skips the
+tests marked `slow` (a multi-node cluster, a kill and resume, minutes of training):
+CI (`.ci/run`) runs everything."""
 
 from __future__ import annotations
 
@@ -19,3 +21,20 @@ def ray_session():
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        help="skip the tests marked slow (CI runs them: bash .ci/run)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--quick"):
+        return
+    skip = pytest.mark.skip(reason="slow: skipped by --quick (CI runs it)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

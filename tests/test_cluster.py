@@ -183,6 +183,7 @@ def latest_checkpoint(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+@pytest.mark.slow
 def test_runner_node_dies_and_returns_mid_run(cluster, tmp_path):
     runner = cluster.add_runner_node()
     config = tmp_path / "tiny.yaml"
@@ -253,6 +254,7 @@ def test_runner_node_dies_and_returns_mid_run(cluster, tmp_path):
         assert sum(r["league"]["matches"] for r in records) == len(ids)
 
 
+@pytest.mark.slow
 def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster, tmp_path):
     config = tmp_path / "tiny.yaml"
     # Checkpoints every 4 iterations leave a window of 2-3 iterations to kill in.

@@ -81,6 +81,7 @@ def _league(*args: str) -> list[str]:
     return [sys.executable, "-m", "league.cli", *args]
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_mid_run_stops_training_and_resume_goes_on(tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY)

@@ -55,6 +55,7 @@ def progress_iterations(run_dir: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("store", "algo"),
     # Each store and each algorithm once (a kill-and-resume costs ~40 s): the store
