@@ -11,7 +11,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -19,24 +18,11 @@ from pathlib import Path
 import psutil
 import pytest
 from redis_server import RedisServer
+from tiny_run import ROOT, league_cmd, own_ray_env, tiny_config
 
 from league.snapshot import load_policy
 from league.store import StoreError, open_store
 from league.training.disk_full import out_of_space
-
-ROOT = Path(__file__).resolve().parents[1]
-TINY = """\
-num_env_runners: 0
-num_envs_per_env_runner: 2
-train_batch_size: 300
-minibatch_size: 100
-num_epochs: 1
-hidden_sizes: [16]
-eval_interval: 0
-checkpoint_interval: 2
-league:
-  snapshot_step_budget: 150
-"""
 
 
 def test_errors_that_mean_no_space_are_recognised() -> None:
@@ -77,19 +63,14 @@ def test_redis_at_maxmemory_refuses_a_commit_and_keeps_the_store(tmp_path: Path)
         store.close()
 
 
-def _league(*args: str) -> list[str]:
-    return [sys.executable, "-m", "league.cli", *args]
-
-
 @pytest.mark.slow
 def test_a_file_size_limit_mid_run_stops_training_and_resume_goes_on(tmp_path: Path) -> None:
-    config = tmp_path / "tiny.yaml"
-    config.write_text(TINY)
+    config = tiny_config(tmp_path / "tiny.yaml", checkpoint_interval=2)
     run_dir = tmp_path / "run"
     base = ["train", "--run-dir", str(run_dir), "--config", str(config), "--num-cpus", "2"]
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env = own_ray_env()
     proc = subprocess.Popen(
-        _league(*base, "--stop-minutes", "10", "--no-dashboard"),
+        league_cmd(*base, "--stop-minutes", "10", "--no-dashboard"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -127,7 +108,7 @@ def test_a_file_size_limit_mid_run_stops_training_and_resume_goes_on(tmp_path: P
 
     target = latest["env_steps"] + 600
     resumed = subprocess.run(
-        _league(*base, "--resume", "--stop-timesteps", str(target), "--no-dashboard"),
+        league_cmd(*base, "--resume", "--stop-timesteps", str(target), "--no-dashboard"),
         capture_output=True,
         text=True,
         timeout=300,

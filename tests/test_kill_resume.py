@@ -16,36 +16,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from redis_server import RedisServer
+from tiny_run import ROOT, league_cmd, own_ray_env, tiny_config
 
 from league.store import open_store
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = """\
-num_env_runners: 0
-num_envs_per_env_runner: 2
-train_batch_size: 300
-minibatch_size: 100
-num_epochs: 1
-hidden_sizes: [16]
-eval_interval: 0
-checkpoint_interval: 3
-league:
-  snapshot_step_budget: 150
-  max_snapshots: 2  # snapshots retire between checkpoints: a resume still finds them
-"""
-
-
 SECRET = "pw-9f3c1e7a-never-in-files"
-
-
-def league_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "league.cli", *args]
 
 
 def progress_iterations(run_dir: Path) -> int:
@@ -73,15 +53,14 @@ def test_sigkill_then_resume_rolls_back_to_the_checkpoint(store, algo, tmp_path)
 
 
 def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None:
-    config = tmp_path / "tiny.yaml"
-    config.write_text(TINY)
+    # Snapshots retire between checkpoints: a resume must still find them.
+    config = tiny_config(tmp_path / "tiny.yaml", league={"max_snapshots": 2})
     run_dir = tmp_path / "run"
     base = ["train", "--run-dir", str(run_dir), "--config", str(config), "--num-cpus", "2"]
     base += list(flags)
     if store_url:
         base += ["--store", store_url]
-    env = {**os.environ, "RAY_ADDRESS": ""}
-    env.pop("RAY_ADDRESS")
+    env = own_ray_env()
     proc = subprocess.Popen(
         league_cmd(*base, "--stop-minutes", "10"),
         stdout=subprocess.DEVNULL,
