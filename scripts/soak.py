@@ -187,6 +187,17 @@ def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[key] = {"minutes_10_20": early, "last_10": late, "change": change}
         out[key]["flat"] = abs(change) <= FLAT_TOLERANCE
     out["run_dir_mb"] = {part: rows[-1][f"{part}_mb"] for part in PARTS}
+    # Disk a day of training takes, per part: the growth from minutes 10-20 to the last
+    # 10 minutes, scaled to 24 hours (a bounded part shows about 0).
+    span = (last - 5) - 15
+    if span > 0:
+        growth = {}
+        for part in PARTS:
+            early = window_mean(rows, f"{part}_mb", 10, 20)
+            late = window_mean(rows, f"{part}_mb", last - 10, last + 1)
+            if early is not None and late is not None:
+                growth[part] = round((late - early) / span * 1440, 1)
+        out["growth_mb_per_day"] = growth
     return out
 
 

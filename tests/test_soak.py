@@ -59,3 +59,4 @@ def test_the_verdict_compares_minutes_10_20_with_the_last_10() -> None:
     assert result["fds_total"]["flat"] and abs(result["fds_total"]["change"]) < 1e-9
     assert not result["rss_mb_total"]["flat"]  # grew 5% after minute 50: past the bound
     assert result["run_dir_mb"]["store"] == 1.0
+    assert result["growth_mb_per_day"]["store"] == 0.0  # flat: bounded
