@@ -29,6 +29,7 @@ def test_errors_that_mean_no_space_are_recognised() -> None:
     assert out_of_space(OSError(errno.ENOSPC, "No space left on device"))
     assert out_of_space(OSError(errno.EFBIG, "File too large"))
     assert out_of_space(sqlite3.OperationalError("database or disk is full"))
+    assert out_of_space(sqlite3.OperationalError("disk I/O error"))  # a file-size limit
     assert out_of_space(
         RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed")
     )

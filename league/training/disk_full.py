@@ -17,6 +17,7 @@ import errno
 NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 NO_SPACE_PHRASES = (
     "database or disk is full",  # SQLite's SQLITE_FULL
+    "disk i/o error",  # SQLite's SQLITE_IOERR: what a file-size limit (EFBIG) gives
     "no space left on device",
     "file too large",  # EFBIG, e.g. a file-size limit (RLIMIT_FSIZE)
     "disk quota exceeded",
@@ -26,7 +27,8 @@ NO_SPACE_PHRASES = (
 
 
 class OutOfSpaceError(OSError):
-    """Training stopped because a write found no space; everything saved is intact."""
+    """Training stopped because a write found no space (or the disk failed a write);
+    everything saved is intact."""
 
 
 def out_of_space(err: BaseException) -> bool:
@@ -48,7 +50,8 @@ def stopped_message(err: BaseException, checkpoint: str | None, run_dir: str) ->
     where = f"the last good checkpoint is {checkpoint}" if checkpoint else "no checkpoint yet"
     first = " ".join(str(err).split())[:200]
     return (
-        f"out of space ({type(err).__name__}: {first}): training stopped; {where}, and the "
+        f"out of space or a failed disk write ({type(err).__name__}: {first}): training "
+        f"stopped; {where}, and the "
         f"league store and snapshots are as they were. Free space (or raise the store's "
         f"limit), then: league train --resume --run-dir {run_dir}"
     )
