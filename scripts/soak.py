@@ -240,6 +240,8 @@ def main() -> int:
         while trainer.poll() is None:
             time.sleep(args.interval)
             procs = sample_processes(root)
+            if trainer.poll() is not None:
+                break  # the run ended while we slept: its processes are gone, not shrunk
             sizes = run_dir_sizes(run)
             figures, offset = progress_since(run, offset)
             row: dict[str, Any] = {"minute": round((time.monotonic() - started) / 60, 2)}
