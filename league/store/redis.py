@@ -256,6 +256,16 @@ class RedisStore(LeagueStore):
         pipe.delete(*self._k_legacy_views)
         pipe.set(self._k_schema, SCHEMA_VERSION)
 
+    def _list_lengths(self, seqs: Sequence[int]) -> list[int]:
+        """Match counts of ``seqs``, batched in pipelines."""
+        out: list[int] = []
+        for i in range(0, len(seqs), _READ_CHUNK):
+            pipe = self._r.pipeline(transaction=False)
+            for s in seqs[i : i + _READ_CHUNK]:
+                pipe.llen(f"{self._k_matches}{s}")
+            out.extend(int(n) for n in pipe.execute())
+        return out
+
     def _read_lists(self, seqs: Sequence[int]) -> list[list[str]]:
         """Match lists of ``seqs``, batched in pipelines."""
         out: list[list[str]] = []
@@ -343,16 +353,17 @@ class RedisStore(LeagueStore):
         folded = int(pipe.get(self._k_folded) or 0)
         if int(pipe.hlen(self._k_ids)) + adding <= self.keep_matches:
             return None
+        # Lengths first (one LLEN per iteration): the kept window's records are read
+        # only for the iterations that fold, not on every commit past the window.
         seqs = list(range(folded + 1, current + 1))
-        lists = dict(zip(seqs, self._read_lists(seqs), strict=True))
-        counts = [(s, len(ms)) for s, ms in lists.items()] + [(current + 1, adding)]
-        through = fold_through(counts, self.keep_matches, pin, folded)
+        counts = [(s, n) for s, n in zip(seqs, self._list_lengths(seqs), strict=True)]
+        through = fold_through([*counts, (current + 1, adding)], self.keep_matches, pin, folded)
         if through <= folded:
             return None
         games: dict[str, int] = {}
         ids: list[str] = []
-        for s in range(folded + 1, through + 1):
-            for raw in lists[s]:
+        for records in self._read_lists(list(range(folded + 1, through + 1))):
+            for raw in records:
                 match = json.loads(raw)
                 ids.append(match["episode_id"])
                 key = matchup_key(match)
