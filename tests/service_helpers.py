@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import time
@@ -41,7 +42,11 @@ def free_port() -> int:
     ports end at 19999), so a free one stays free until used.
     """
     low_ephemeral, _ = _ephemeral_range()
-    candidates = list(range(20000, low_ephemeral))
+    # Parallel test workers (pytest-xdist) pick from disjoint residues: two workers
+    # never hand out the same port between its check and its bind.
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    candidates = list(range(20000 + worker, low_ephemeral, max(1, workers)))
     random.shuffle(candidates)
     for port in candidates[:2000]:
         if port not in _HANDED_OUT and _bindable(port):

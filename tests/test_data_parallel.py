@@ -205,6 +205,7 @@ def test_appo_league_trains_on_two_data_parallel_learners_in_step(ray_session):
         group = algo.learner_group
         assert isinstance(group, WholeGameAPPOLearnerGroup) and len(group) == 2
         assert algo.config.train_batch_size_per_learner == 200
+        assert not algo.config.use_circular_buffer  # random reuse puts learners out of step
         players = trainable_players(cfg)
         before = group.get_weights()
         for _ in range(4):

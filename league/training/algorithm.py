@@ -285,8 +285,8 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
     Maps from TrainConfig: lr, gamma, clip_param, entropy_coeff, vf_loss_coeff and
     train_batch_size (env steps per learner update). `minibatch_size`, `num_epochs`
     and `lambda_` have no APPO meaning: each update takes one whole train batch,
-    which RLlib's circular buffer may reuse (8 batches, each up to 2 times), and
-    V-trace replaces GAE. One league iteration (`algo.train()`) returns once at
+    which RLlib's circular buffer may reuse (8 batches, each up to 2 times; with 2+
+    learners a plain queue gives each batch once: see below), and V-trace replaces GAE. One league iteration (`algo.train()`) returns once at
     least `train_batch_size` env steps were sampled, as with PPO.
     """
     fragment = max(1, min(APPO_FRAGMENT_STEPS, cfg.train_batch_size // cfg.num_envs_per_env_runner))
@@ -313,6 +313,13 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
             min_sample_timesteps_per_iteration=cfg.train_batch_size,
         )
     )
+    if cfg.num_learners >= 2:
+        # Each learner's circular buffer samples its batches at random and reuses them
+        # while its thread is free: the learners then update a different number of
+        # times between two weight writes (a league reset lands at different steps,
+        # and their weights part for good). A first-in-first-out queue trains on every
+        # batch once, in order, so `wait_for_queued_updates` leaves them in step.
+        config.training(use_circular_buffer=False)
     if cfg.world_model:
         config.learners(learner_class=LearnerOnlyAPPOLearner)
     else:
