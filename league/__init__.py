@@ -4,7 +4,7 @@ Imported lazily (PEP 562), so `import league` or `league.core` loads neither Ray
 nor torch until a name that needs them is used:
 
     from league import TrainConfig, train, load_policy
-    train(TrainConfig.from_dict({"env": "tictactoe", "stop_minutes": 5}))
+    train(TrainConfig(env="tictactoe", stop_minutes=5))  # with tictactoe's settings
     policy = load_policy("runs/default/players/main_0")
 """
 

@@ -12,8 +12,14 @@ import typing
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from league.config import ConfigError, TrainConfig, check_choice, load_config_file, matches_type
-from league.run import RunDir
+from league.config import (
+    ConfigError,
+    TrainConfig,
+    check_choice,
+    field_default,
+    matches_type,
+    resolve_config,
+)
 
 FieldPath = tuple[str, ...]
 """A TrainConfig field's keys, as nested in a config file: ("lr",), ("league", "pfsp_p")."""
@@ -41,12 +47,6 @@ def flag_dest(path: FieldPath) -> str:
 def flag_name(path: FieldPath) -> str:
     # `lambda_` only dodges the Python keyword; users type --lambda.
     return "--" + flag_dest(path).rstrip("_").replace("_", "-")
-
-
-def field_default(f: dataclasses.Field[Any]) -> Any:
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
 
 
 def show_value(value: Any) -> str:
@@ -251,34 +251,12 @@ def given_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """`top` over `base`; nested mappings merge key by key, so one league flag keeps the
-    other league settings of the config file."""
-    merged = dict(base)
-    for key, value in top.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = overlay(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def resume_overrides(run_dir: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """resume_config replaces whole keys of the stored config; merge the nested league
-    mapping here so that overriding one league key keeps the run's others."""
-    run = RunDir(run_dir)
-    if "league" not in overrides or not run.config_file.is_file():
-        return overrides  # resume_config refuses a run dir that cannot be resumed
-    return overlay(run.load_config(), overrides)
-
-
 def train_config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """Flags over the --config file over a resumed run's stored config over defaults."""
-    values: dict[str, Any] = load_config_file(args.config) if args.config else {}
-    overrides = overlay(values, given_values(args))
-    if args.resume:
-        from league.training.loop import resume_config  # imports Ray: only when resuming
-
-        run_dir = overrides.get("run_dir") or TrainConfig.run_dir
-        return resume_config(run_dir, resume_overrides(run_dir, overrides))
-    return TrainConfig.from_dict(overrides, source=args.config or "command line")
+    """The flags given over the --config file over a resumed run's stored config
+    (`league.config.resolve_config`'s one order)."""
+    return resolve_config(
+        given_values(args),
+        config_file=args.config,
+        resume=args.resume,
+        source=args.config or "command line",
+    )

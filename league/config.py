@@ -2,8 +2,14 @@
 
 Every field has a default and help text, and may list its allowed values
 (`choices`). `league train` turns every field into a flag from this metadata
-(league.cli), so the flags, their help and the config keys cannot drift apart. A
-config file may set any field; CLI flags override it.
+(league.cli_flags), so the flags, their help and the config keys cannot drift apart.
+
+Every way to make a run's settings resolves them in one order (`resolve_config`),
+highest first: the values given (keyword arguments, flags), a config file, a resumed
+run's stored config.json, the preset named, the game's measured settings
+(league/presets.yaml), the field defaults. `TrainConfig(**values)` resolves the same
+way: `TrainConfig(env="connect_four")` is connect_four's settings, as a user of the
+CLI gets them.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import reprlib
 import tomllib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +48,7 @@ from league.presets import (
     preset_names,
     preset_settings,
 )
+from league.run import RunDir
 from league.store.base import DEFAULT_KEEP_MATCHES, SUPPORTED_SCHEMES
 from rlmodules.network_options import (
     ACTIVATION_NAMES,
@@ -68,11 +76,17 @@ def _schedule(start: float, final: float | None, steps: int) -> float | list[lis
     return start if final is None else [[0, start], [steps, final]]
 
 
-@dataclass
+@dataclass(init=False)
 class TrainConfig:
     """Every setting of a training run. One typed field with help text per setting:
     the repetition is deliberate boilerplate, the one source of `league train`'s
-    flags, config-file keys and their help."""
+    flags, config-file keys and their help.
+
+    Built from keyword arguments only; the values not given come from the preset
+    named, then the game's measured settings, then the field defaults (the module
+    doc's order). `dataclasses.replace` gives every field, so it keeps the values it
+    is given: a replaced `env` keeps the old game's settings.
+    """
 
     env: str = field(
         default="tictactoe",
@@ -412,6 +426,16 @@ class TrainConfig:
         ),
     )
 
+    def __init__(self, **given: Any) -> None:
+        values = with_game_defaults(given)
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise TypeError(f"TrainConfig got unknown settings {unknown}")
+        for name, f in fields.items():
+            setattr(self, name, values[name] if name in values else field_default(f))
+        self.__post_init__()
+
     def __post_init__(self) -> None:
         if not isinstance(self.env_kwargs, dict):
             raise ConfigError(f"env_kwargs must be a mapping, got {short_repr(self.env_kwargs)}")
@@ -689,10 +713,10 @@ class TrainConfig:
         return _schedule(start, final, self.schedule_steps())
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
-        """A config from explicitly given values over the game's own defaults
-        (`envs.registry.Game.train_defaults`) over the field defaults."""
-        values = with_game_defaults(values)
+    def from_dict(cls, values: Mapping[str, Any], source: str = "config") -> TrainConfig:
+        """`TrainConfig(**values)` for values read from a file or a store: unknown keys
+        and values of the wrong type are one ConfigError naming `source`."""
+        values = with_game_defaults(dict(values))
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -710,6 +734,48 @@ class TrainConfig:
                     f"{source}: {name} must be {_type_name(hints[name])}, got {short_repr(value)}"
                 )
         return cls(**values)
+
+
+def field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def resolve_config(
+    values: Mapping[str, Any] | None = None,
+    *,
+    config_file: str | Path | None = None,
+    resume: bool = False,
+    source: str | None = None,
+) -> TrainConfig:
+    """A run's settings, every path's one order (highest first): `values` (keyword
+    arguments, flags), the `config_file`, with `resume` the run dir's stored
+    config.json, the preset named, the game's measured settings, the field defaults.
+    The nested `league` mapping merges key by key at every step. A run dir that
+    cannot be resumed, or a resume asking for another algorithm, is a ConfigError or
+    RunDirError before anything is written.
+    """
+    top = merge_settings(load_config_file(config_file) if config_file else {}, values or {})
+    source = source or (str(config_file) if config_file else "settings")
+    if resume:
+        top = merge_settings(stored_settings(top), top)
+        source = f"{top['run_dir']}/config.json"
+    return TrainConfig.from_dict(top, source=source)
+
+
+def stored_settings(top: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored config.json of the run dir `top` names (or the default one), checked
+    resumable: it has a checkpoint, and `top` keeps its algorithm."""
+    run_dir = top.get("run_dir") or TrainConfig.run_dir
+    run = RunDir(run_dir)
+    run.latest_checkpoint()  # refuse early when there is nothing to resume
+    stored = run.load_config()
+    algo = stored.get("algo", TrainConfig.algo)
+    if top.get("algo", algo) != algo:
+        # The checkpoint holds one algorithm's learner and optimizer state.
+        raise ConfigError(f"run dir {run_dir!r} was trained with --algo {algo}; it resumes only so")
+    return {**stored, "run_dir": run_dir}
 
 
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:

@@ -52,8 +52,10 @@ def configuration_page() -> str:
         GENERATED_NOTE,
         "",
         "Every setting is a config-file key (`league train --config FILE.yaml`) and a flag.",
-        "Precedence: flags, then `--config`, then (with `--resume`) the run's stored config,",
-        "then the game's registry defaults, then the defaults below.",
+        "Every path resolves settings in one order (`league.config.resolve_config`), highest",
+        "first: flags (or keyword arguments), `--config`, with `--resume` the run's stored",
+        "config, `--preset`, the game's measured settings (`league/presets.yaml`), then the",
+        "defaults below. `TrainConfig(env=...)` in Python resolves the same way.",
     ]
     titles = {"run": "Training run (`TrainConfig`)"}
     for group, rows in groups.items():

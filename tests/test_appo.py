@@ -14,14 +14,14 @@ import sys
 import pytest
 from ray.rllib.algorithms.appo import APPO
 
-from league.config import ConfigError, TrainConfig
+from league.config import ConfigError, TrainConfig, resolve_config
 from league.core.ids import is_snapshot_id
 from league.run import RunDir, read_progress
 from league.store import open_store
 from league.training.algorithm import MAIN_PLAYER, build_algorithm_config, trainable_players
 from league.training.driver import LeagueDriver
 from league.training.env_runner import LeagueEnvRunner
-from league.training.loop import resume_config, train
+from league.training.loop import train
 from rlmodules.masked_policy import TARGET_POLICY_NET
 from rlmodules.world_model import WORLD_MODEL_ID
 
@@ -176,7 +176,7 @@ def test_training_loop_commits_checkpoints_and_resumes(ray_session, tmp_path):
     first = train(cfg, log=lambda line: None)
     assert first.iterations >= 3 and first.checkpoint
     lines: list[str] = []
-    resumed_cfg = resume_config(run_dir, {"stop_timesteps": 1200})
+    resumed_cfg = resolve_config({"run_dir": run_dir, "stop_timesteps": 1200}, resume=True)
     assert resumed_cfg.algo == "appo"
     second = train(resumed_cfg, resume=True, log=lines.append)
     assert any(line.startswith("resumed") for line in lines)
@@ -193,7 +193,7 @@ def test_training_loop_commits_checkpoints_and_resumes(ray_session, tmp_path):
         store.close()
     # A run resumes with the algorithm it was trained with, nothing else.
     with pytest.raises(ConfigError, match="trained with --algo appo"):
-        resume_config(run_dir, {"algo": "ppo"})
+        resolve_config({"run_dir": run_dir, "algo": "ppo"}, resume=True)
 
 
 def test_bad_combinations_are_refused_with_one_line(tmp_path):

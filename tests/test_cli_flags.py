@@ -199,12 +199,11 @@ def test_a_game_brings_its_own_defaults_and_flags_override_them(tmp_path):
     from_file = config_from(["--config", str(file)])
     assert from_file.lr == 0.002 and from_file.entropy_coeff == tuned["entropy_coeff"]
     # Another game does not inherit tictactoe's tuning.
-    generic = TrainConfig()
     other = config_from(["--env", "connect_four"])
     assert (other.entropy_coeff, other.lr, other.num_epochs) == (
-        generic.entropy_coeff,
-        generic.lr,
-        generic.num_epochs,
+        TrainConfig.entropy_coeff,  # the field defaults
+        TrainConfig.lr,
+        TrainConfig.num_epochs,
     )
 
 

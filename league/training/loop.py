@@ -157,20 +157,6 @@ def check_local_gpus(cfg: TrainConfig) -> None:
         )
 
 
-def resume_config(run_dir: str, overrides: dict[str, Any]) -> TrainConfig:
-    """The stored config of a run, with explicitly given values on top."""
-    run = RunDir(run_dir)
-    run.latest_checkpoint()  # refuse early when there is nothing to resume
-    stored = run.load_config()
-    algo = stored.get("algo", TrainConfig.algo)
-    if overrides.get("algo", algo) != algo:
-        # The checkpoint holds one algorithm's learner and optimizer state.
-        raise ConfigError(f"run dir {run_dir!r} was trained with --algo {algo}; it resumes only so")
-    stored.update(overrides)
-    stored["run_dir"] = run_dir
-    return TrainConfig.from_dict(stored, source=str(run.config_file))
-
-
 class TrainControl:
     """Hooks through which a service (the coordinator actor) steers the loop.
 
