@@ -58,7 +58,7 @@ def test_the_clock_refuses_what_it_cannot_run(kwargs, message):
 
 
 def test_anneal_over_run_spans_the_step_budget_when_the_run_stops_by_steps():
-    base = {"env": "tictactoe", "lr_final": 1e-5, "anneal_steps": 5000}
+    base = {"env": "tictactoe", "lr": 3e-4, "lr_final": 1e-5, "anneal_steps": 5000}
     by_steps = TrainConfig(**base, anneal_over="run", stop_timesteps=8000)
     assert by_steps.run_minutes() is None
     assert by_steps.lr_schedule() == [[0, 3e-4], [8000, 1e-5]]

@@ -332,7 +332,9 @@ def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_sessio
     cfg = TrainConfig(
         # The schedules live on the learner: no remote env runner needed (~5 s each).
         **tiny | {"num_env_runners": 0}, seed=0, mode="league", entropy_coeff=0.05, entropy_coeff_final=0.01,
-        lr_final=1e-5, anneal_steps=400, league={"exploiter_entropy_coeff": 0.002},
+        lr_final=1e-5, anneal_steps=400,
+        # None: not tictactoe's own league value, so the run's final value applies.
+        league={"exploiter_entropy_coeff": 0.002, "entropy_coeff_final": None},
     )  # fmt: skip
     assert cfg.lr_schedule() == [[0, 1e-3], [400, 1e-5]]
     assert cfg.player_entropy_coeff() == [[0, 0.05], [400, 0.01]]
@@ -346,7 +348,7 @@ def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_sessio
     assert second[MAIN_PLAYER][rate] == pytest.approx(1e-5)
     assert second[MAIN_PLAYER][bonus] == pytest.approx(0.01)
     assert second["main_exploiter_0"][bonus] == pytest.approx(0.002)
-    unset = TrainConfig(**tiny)  # constants
+    unset = TrainConfig(**tiny, mode="selfplay")  # constants (tictactoe's league anneals)
     assert unset.lr_schedule() == 1e-3 and unset.player_entropy_coeff() == unset.entropy_coeff
     with pytest.raises(ValueError, match="lr_final must be in"):
         TrainConfig(**tiny, lr_final=0.0)
