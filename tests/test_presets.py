@@ -4,7 +4,6 @@ every value with its evidence; one resolution whichever way a user gives setting
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from envs.registry import REGISTRY_NAMES
 from league.cli import build_parser, main, train_config_from_args
@@ -38,19 +37,6 @@ def test_the_registry_holds_no_hyperparameter() -> None:
     text = open(registry.__file__).read()
     for knob in ("entropy_coeff", "main_self_play_prob", "hidden_sizes", "lr_final"):
         assert knob not in text, knob
-
-
-@pytest.mark.parametrize("game", REGISTRY_NAMES)
-def test_api_config_file_and_flags_resolve_alike(game: str, tmp_path) -> None:
-    api = TrainConfig.from_dict({"env": game})
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump({"env": game}))
-    from_file = train_config_from_args(build_parser().parse_args(["train", "--config", str(path)]))
-    from_flags = train_config_from_args(build_parser().parse_args(["train", "--env", game]))
-    assert api == from_file == from_flags
-    for key, value in game_settings(game).items():
-        if key != "league":
-            assert getattr(api, key) == value, (game, key)
 
 
 def test_a_preset_applies_to_any_game_and_flags_still_win() -> None:
