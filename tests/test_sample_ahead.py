@@ -29,6 +29,8 @@ def test_the_next_batch_is_sampling_when_an_iteration_returns(ray_session):
     algo = build_ppo_config(cfg).build_algo()
     try:
         assert isinstance(algo, SampleAheadPPO)
+        # One sync may wait behind a sample while the next is sent: neither is dropped.
+        assert algo.config.max_requests_in_flight_per_env_runner == 2
         group = algo.env_runner_group
         before = algo.learner_group.get_weights()[MAIN_PLAYER]
         for _ in range(3):

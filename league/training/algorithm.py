@@ -263,6 +263,12 @@ def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> P
         # Policies without a value head have no value loss; the shared one has its own.
         use_critic=not cfg.shared_vf,
     )
+    if cfg.sample_ahead:
+        # Each step's weight sync is queued on a runner behind the sample in flight.
+        # RLlib allows one request in flight per tag and drops the next silently: when
+        # the last step's sync has not returned yet (a loaded machine), this step's
+        # would be lost and the runner would sample a whole batch with old weights.
+        config.env_runners(max_requests_in_flight_per_env_runner=2)
     if cfg.shared_vf or cfg.world_model:
         # Subclass of LeaguePPOLearner: also right for selfplay, where nothing is dropped.
         config.learners(learner_class=LearnerOnlyPPOLearner)
