@@ -715,8 +715,8 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], source: str = "config") -> TrainConfig:
         """`TrainConfig(**values)` for values read from a file or a store: unknown keys
-        and values of the wrong type are one ConfigError naming `source`."""
-        values = with_game_defaults(dict(values))
+        and values of the wrong type are one ConfigError naming `source` (the game's
+        settings it adds are checked by tests/test_presets.py)."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

@@ -256,25 +256,22 @@ class RedisStore(LeagueStore):
         pipe.delete(*self._k_legacy_views)
         pipe.set(self._k_schema, SCHEMA_VERSION)
 
-    def _list_lengths(self, seqs: Sequence[int]) -> list[int]:
-        """Match counts of ``seqs``, batched in pipelines."""
-        out: list[int] = []
+    def _per_iteration(self, command: str, seqs: Sequence[int], *args: Any) -> list[Any]:
+        """One Redis list command (`llen`, `lrange`) on each of ``seqs``' match lists,
+        batched in pipelines."""
+        out: list[Any] = []
         for i in range(0, len(seqs), _READ_CHUNK):
             pipe = self._r.pipeline(transaction=False)
             for s in seqs[i : i + _READ_CHUNK]:
-                pipe.llen(f"{self._k_matches}{s}")
-            out.extend(int(n) for n in pipe.execute())
-        return out
-
-    def _read_lists(self, seqs: Sequence[int]) -> list[list[str]]:
-        """Match lists of ``seqs``, batched in pipelines."""
-        out: list[list[str]] = []
-        for i in range(0, len(seqs), _READ_CHUNK):
-            pipe = self._r.pipeline(transaction=False)
-            for s in seqs[i : i + _READ_CHUNK]:
-                pipe.lrange(f"{self._k_matches}{s}", 0, -1)
+                getattr(pipe, command)(f"{self._k_matches}{s}", *args)
             out.extend(pipe.execute())
         return out
+
+    def _list_lengths(self, seqs: Sequence[int]) -> list[int]:
+        return [int(n) for n in self._per_iteration("llen", seqs)]
+
+    def _read_lists(self, seqs: Sequence[int]) -> list[list[str]]:
+        return self._per_iteration("lrange", seqs, 0, -1)
 
     # -- writes -------------------------------------------------------------
 
@@ -356,7 +353,7 @@ class RedisStore(LeagueStore):
         # Lengths first (one LLEN per iteration): the kept window's records are read
         # only for the iterations that fold, not on every commit past the window.
         seqs = list(range(folded + 1, current + 1))
-        counts = [(s, n) for s, n in zip(seqs, self._list_lengths(seqs), strict=True)]
+        counts = list(zip(seqs, self._list_lengths(seqs), strict=True))
         through = fold_through([*counts, (current + 1, adding)], self.keep_matches, pin, folded)
         if through <= folded:
             return None

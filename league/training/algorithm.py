@@ -292,8 +292,9 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
     train_batch_size (env steps per learner update). `minibatch_size`, `num_epochs`
     and `lambda_` have no APPO meaning: each update takes one whole train batch,
     which RLlib's circular buffer may reuse (8 batches, each up to 2 times; with 2+
-    learners a plain queue gives each batch once: see below), and V-trace replaces GAE. One league iteration (`algo.train()`) returns once at
-    least `train_batch_size` env steps were sampled, as with PPO.
+    learners a plain queue gives each batch once: see below), and V-trace replaces
+    GAE. One league iteration (`algo.train()`) returns once at least
+    `train_batch_size` env steps were sampled, as with PPO.
     """
     fragment = max(1, min(APPO_FRAGMENT_STEPS, cfg.train_batch_size // cfg.num_envs_per_env_runner))
     # Two or more learners train data-parallel on whole games, in step (data_parallel.py).
