@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from league.cli_errors import EXIT_INTERRUPTED, EXIT_USAGE, exit_code, one_line
-from league.cli_flags import HelpAllAction, add_field_flags, train_config_from_args
+from league.cli_flags import (
+    FlagsFormatter,
+    HelpAllAction,
+    add_field_flags,
+    train_config_from_args,
+)
 from league.commands import (
     cmd_evaluate,
     cmd_export,
@@ -40,15 +45,16 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         "train",
         help="train players by self-play",
         usage="league train [--config FILE] [--resume] [--FLAG VALUE ...]",
-        description="Train a league (or plain self-play) on a game. Every setting is a flag "
-        "and a config-file key; a flag overrides --config, which overrides a --resume'd "
-        "run's stored config, which overrides the game's defaults (the generic ones are in "
-        "brackets). The main flags; --help-all lists every setting:",
+        formatter_class=FlagsFormatter,
+        description="Train a league (or plain self-play) on a game. Each setting is a flag "
+        "--GROUP.FIELD and a key in a config file's GROUP: section; flags override --config, "
+        "then a --resume'd run's config, then the game's defaults (generic ones in brackets). "
+        "--help-all lists every setting.",
     )
     p.add_argument(
         "--help-all", action=HelpAllAction, help="show every setting (docs/configuration.md)"
     )
-    p.add_argument("--config", help="YAML or TOML file with TrainConfig fields")
+    p.add_argument("--config", metavar="FILE", help="YAML or TOML settings, by group")
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     cluster = {
         "--address": "Ray cluster address (auto, ray://host:10001, host:6379): train in the "

@@ -13,9 +13,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from league.config import (
+    FLAT_NAMES,
+    SHORT_NAMES,
     ConfigError,
     TrainConfig,
     check_choice,
+    deprecation_note,
     field_default,
     matches_type,
     resolve_config,
@@ -145,37 +148,56 @@ def _parse_options(f: dataclasses.Field[Any], hint: Any) -> dict[str, Any]:
 # shows every setting with its full help.
 MAIN_FLAGS: dict[str, dict[str, str]] = {
     "game": {
-        "env": "registry name, package.module:callable or openspiel:GAME(k=v)",
-        "env_kwargs": "the game's keyword arguments",
-        "teams": "team name -> its seats; {} = the game's own teams",
-        "preset": "named settings for any game: board, poker, descent",
+        "game.env": "registry name, package.module:callable or openspiel:GAME(k=v)",
+        "game.env_kwargs": "the game's keyword arguments",
+        "game.teams": "team -> its seats; {}: the game's own",
+        "game.preset": "board, poker, descent: for any game",
     },
     "run": {
-        "mode": "league or selfplay",
-        "run_dir": "checkpoints, snapshots, logs",
-        "stop_minutes": "wall-clock budget",
-        "seed": "random seed",
-        "store": "league store URL; none = SQLite in the run dir",
-        "verbose": "Ray's and RLlib's logs on the console, not in RUN_DIR/logs",
+        "run.mode": "league or selfplay",
+        "run.run_dir": "checkpoints, snapshots, logs",
+        "run.stop_minutes": "wall-clock budget",
+        "run.seed": "random seed",
+        "run.store": "store URL; none: SQLite in the run dir",
+        "run.verbose": "Ray's and RLlib's logs on the console",
     },
     "resources": {
-        "num_env_runners": "env-runner actors",
-        "num_learners": "learner actors (0 = in this process)",
-        "num_gpus_per_learner": "GPUs per learner",
+        "resources.num_env_runners": "env-runner actors",
+        "resources.num_learners": "learner actors (0 = in this process)",
+        "resources.num_gpus_per_learner": "GPUs per learner",
     },
-    "algorithm": {"algo": "ppo or appo", "lr": "learning rate", "entropy_coeff": "entropy bonus"},
-    "network": {"hidden_sizes": "MLP layer sizes", "encoder": "auto, mlp or conv"},
+    "ppo": {
+        "ppo.algo": "ppo or appo",
+        "ppo.lr": "learning rate",
+        "ppo.entropy_coeff": "entropy bonus",
+    },
+    "model": {"model.hidden_sizes": "MLP layer sizes", "model.encoder": "auto, mlp or conv"},
     "league": {
         "league.opponent_sampling": "pfsp, nash or alpharank",
         "league.ratings": "elo, skill (rankings) or auto",
     },
-    "evaluation": {"eval_interval": "evaluate every N iterations"},
+    "evaluation": {"evaluation.eval_interval": "evaluate every N iterations"},
 }
 
 
 def brief_help(key: str, f: dataclasses.Field[Any]) -> str:
     text = next(helps[key] for helps in MAIN_FLAGS.values() if key in helps)
     return f"{text} ({show_value(field_default(f))})".replace("%", "%%")
+
+
+class FlagsFormatter(argparse.HelpFormatter):
+    """`--game.env, --env TEXT`: a setting's flag and its short form share one metavar
+    (argparse repeats it per option string); a wider flag column, so most fit beside
+    their help."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=34)
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if not action.option_strings or action.nargs == 0:
+            return super()._format_action_invocation(action)
+        metavar = self._format_args(action, self._get_default_metavar_for_optional(action))
+        return f"{', '.join(action.option_strings)} {metavar}"
 
 
 class HelpAllAction(argparse.Action):
@@ -201,25 +223,33 @@ def show_every_setting(parser: argparse.ArgumentParser) -> None:
             group.description = group.full_description
 
 
+DEPRECATED = "deprecated:"
+"""The dest prefix of a flat flag (`--lr` for `--ppo.lr`): it works for one release."""
+
+
 def add_field_flags(p: argparse.ArgumentParser) -> None:
-    """One flag per TrainConfig field. --help lists the main ones in MAIN_FLAGS' groups;
-    the rest keep their full help for --help-all, in their section's group."""
+    """One flag per TrainConfig field, `--GROUP.FIELD`. --help lists the main ones in
+    MAIN_FLAGS' groups; the rest keep their full help for --help-all, in their group's
+    section. SHORT_NAMES also answer to their flat name; every other setting's flat flag
+    (`--lr`) still works, hidden, with a deprecation note."""
     main = {name: group for group, helps in MAIN_FLAGS.items() for name in helps}
     shown = {group: p.add_argument_group(f"{group} flags") for group in MAIN_FLAGS}
     sections = {f.name: f for f in dataclasses.fields(TrainConfig)}
-    more = p.add_argument_group("more flags (league train --help-all)")
     groups: dict[str, argparse._ArgumentGroup] = {}
     for path, f, hint in leaf_fields(TrainConfig):
         key = ".".join(path)
-        container: argparse._ActionsContainer = more
         if key in main:
             container = shown[main[key]]
-        elif len(path) > 1:
+        else:
             if path[0] not in groups:
                 groups[path[0]] = section_group(p, sections[path[0]])
             container = groups[path[0]]
+        flat = len(path) == 2 and path[0] != "league"
+        names = [flag_name(path)]
+        if flat and path[1] in SHORT_NAMES:
+            names.append(flag_name(path[1:]))
         action = container.add_argument(
-            flag_name(path),
+            *names,
             dest=flag_dest(path),
             # Absent flags stay absent, so they never mask the config file or a resumed run.
             default=argparse.SUPPRESS,
@@ -227,6 +257,14 @@ def add_field_flags(p: argparse.ArgumentParser) -> None:
             **_parse_options(f, hint),
         )
         action.full_help = field_help_text(f)  # type: ignore[attr-defined]
+        if flat and path[1] not in SHORT_NAMES:
+            p.add_argument(
+                flag_name(path[1:]),
+                dest=DEPRECATED + flag_dest(path),
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+                **_parse_options(f, hint),
+            )
 
 
 def section_group(p: argparse.ArgumentParser, f: dataclasses.Field[Any]) -> argparse._ArgumentGroup:
@@ -240,23 +278,37 @@ def section_group(p: argparse.ArgumentParser, f: dataclasses.Field[Any]) -> argp
 
 
 def given_values(args: argparse.Namespace) -> dict[str, Any]:
-    """The field flags given on the command line, nested like a config file."""
+    """The field flags given on the command line, nested like a config file (a
+    grouped flag wins over its deprecated flat one)."""
     values: dict[str, Any] = {}
     for path, _, _ in leaf_fields(TrainConfig):
-        if hasattr(args, flag_dest(path)):
-            node = values
-            for key in path[:-1]:
-                node = node.setdefault(key, {})
-            node[path[-1]] = getattr(args, flag_dest(path))
+        for dest in (DEPRECATED + flag_dest(path), flag_dest(path)):
+            if hasattr(args, dest):
+                node = values
+                for key in path[:-1]:
+                    node = node.setdefault(key, {})
+                node[path[-1]] = getattr(args, dest)
     return values
 
 
-def train_config_from_args(args: argparse.Namespace) -> TrainConfig:
+def deprecated_flags(args: argparse.Namespace) -> list[str]:
+    """The flat names of the deprecated flags given."""
+    return [dest.rsplit(".", 1)[1] for dest in vars(args) if dest.startswith(DEPRECATED)]
+
+
+def train_config_from_args(
+    args: argparse.Namespace, note: Callable[[str], None] | None = None
+) -> TrainConfig:
     """The flags given over the --config file over a resumed run's stored config
-    (`league.config.resolve_config`'s one order)."""
+    (`league.config.resolve_config`'s one order); `note` hears of deprecated names."""
+    flat = deprecated_flags(args)
+    if flat and note is not None:
+        renames = [(flag_name((name,)), flag_name((FLAT_NAMES[name], name))) for name in flat]
+        note(deprecation_note("flags", renames))
     return resolve_config(
         given_values(args),
         config_file=args.config,
         resume=args.resume,
         source=args.config or "command line",
+        note=note,
     )

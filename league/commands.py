@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,10 @@ MAX_EVALUATION_GAMES = 1_000_000
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    cfg = train_config_from_args(args)  # bad input fails here, before Ray is imported
+    # Bad input fails here, before Ray is imported.
+    cfg = train_config_from_args(
+        args, note=lambda line: print(f"league: note: {line}", file=sys.stderr)
+    )
     if args.address:
         return _train_on_cluster(cfg, args)
     if args.detach:
@@ -41,7 +45,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise
         # Anything else failed inside the run (often in a Ray actor, where the error
         # comes wrapped in pages of traceback): one line here, the traceback in a file.
-        log_file = write_traceback(RunDir(cfg.run_dir).logs, err)
+        log_file = write_traceback(RunDir(cfg.run.run_dir).logs, err)
         raise TrainingFailed(f"{root_cause(err)} (traceback: {log_file})") from err
     return 0
 
@@ -197,7 +201,7 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
         mixture = league_mixture(
             run,
             league,
-            cfg.game,
+            cfg.game_id,
             solver=args.solver,
             payoff=args.payoff,
             side=args.side,

@@ -25,10 +25,12 @@ class PresetError(ValueError):
 
 
 def merge_settings(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    """`top` over `base`; the nested `league` mapping is merged key by key."""
+    """`top` over `base`; a group (a nested mapping: `ppo`, `league`, ...) is merged
+    key by key."""
     merged = {**base, **top}
-    if isinstance(base.get("league"), Mapping) and isinstance(top.get("league"), Mapping):
-        merged["league"] = {**base["league"], **top["league"]}
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), Mapping):
+            merged[key] = {**base[key], **value}
     return merged
 
 

@@ -1,6 +1,6 @@
 """APPO vs PPO at equal wall-clock: same game, same resources, defaults otherwise.
 
-`league train --env GAME --algo ppo` and `--algo appo` run one after the other for
+`league train --env GAME --ppo.algo ppo` and `--algo appo` run one after the other for
 the same number of minutes (nothing else should run on the machine meanwhile);
 then each run's `main_0` plays the game's reference opponents (e.g. connect_four's
 search opponent; greedy, seats alternating) and the two mains play each other
@@ -30,7 +30,7 @@ MAIN = "main_0"
 
 
 def train(args: argparse.Namespace, algo: str, run: RunDir) -> None:
-    flags = ["--env", args.env, "--algo", algo, "--mode", args.mode]
+    flags = ["--env", args.env, "--ppo.algo", algo, "--mode", args.mode]
     league_train(algo, [*flags, "--stop-minutes", str(args.minutes), *args.extra], run)
 
 

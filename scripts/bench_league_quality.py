@@ -92,7 +92,7 @@ def league_train(label: str, flags: list[str], run: RunDir) -> None:
     if run.latest_file.is_file():
         print(f"[{label}] reusing the finished run in {run.path}", flush=True)
         return
-    command = [LEAGUE_CLI, "train", *flags, "--run-dir", str(run.path), "--no-dashboard"]
+    command = [LEAGUE_CLI, "train", *flags, "--run-dir", str(run.path), "--no-run.dashboard"]
     print(f"[{label}] {' '.join(command)}", flush=True)
     run.path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -76,9 +76,13 @@ def run_one(base: TrainConfig, env_steps: int, eval_games: int) -> Outcome:
     finally:
         algo.stop()
     scores = {}
-    for name in reference_opponents(base.env):
+    for name in reference_opponents(base.game.env):
         records = evaluate(
-            base.env, policy, make_opponent(name, base.env), eval_games, seed=base.seed
+            base.game.env,
+            policy,
+            make_opponent(name, base.game.env),
+            eval_games,
+            seed=base.run.seed,
         )
         games = sum(r.games for r in records)
         scores[name] = tuple(
@@ -86,15 +90,15 @@ def run_one(base: TrainConfig, env_steps: int, eval_games: int) -> Outcome:
             for outcome in ("wins", "draws", "losses")
         )
     exploit = None
-    if base.env == "tictactoe":
+    if base.game.env == "tictactoe":
         exploit = (
             tictactoe_exploitability(greedy(policy.action_probs)).mean,
             tictactoe_exploitability(policy.action_probs).mean,
         )
     return Outcome(
-        game=base.env,
-        variant=variant_name(base.shared_vf, base.world_model),
-        seed=base.seed,
+        game=base.game.env,
+        variant=variant_name(base.model.shared_vf, base.model.world_model),
+        seed=base.run.seed,
         env_steps=steps,
         steps_per_s=steps_per_s,
         scores=scores,

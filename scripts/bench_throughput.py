@@ -127,22 +127,22 @@ def plain_rllib_config(game: str, num_env_runners: int, hparams: TrainConfig) ->
             rl_module_spec=MultiRLModuleSpec(
                 rl_module_specs={
                     module: masked_policy_spec(
-                        *game_spaces(game, side_of(module)), model_config=h.model_config
+                        *game_spaces(game, side_of(module)), model_config=h.model.network()
                     )
                     for module in set(mapping.main_of.values())
                 }
             )
         )
         .training(
-            train_batch_size_per_learner=h.train_batch_size,
-            minibatch_size=h.minibatch_size,
-            num_epochs=h.num_epochs,
-            lr=h.lr,
-            gamma=h.gamma,
-            lambda_=h.lambda_,
-            clip_param=h.clip_param,
-            entropy_coeff=h.entropy_coeff,
-            vf_loss_coeff=h.vf_loss_coeff,
+            train_batch_size_per_learner=h.ppo.train_batch_size,
+            minibatch_size=h.ppo.minibatch_size,
+            num_epochs=h.ppo.num_epochs,
+            lr=h.ppo.lr,
+            gamma=h.ppo.gamma,
+            lambda_=h.ppo.lambda_,
+            clip_param=h.ppo.clip_param,
+            entropy_coeff=h.ppo.entropy_coeff,
+            vf_loss_coeff=h.ppo.vf_loss_coeff,
         )
     )
 
@@ -333,17 +333,17 @@ def main() -> None:
     )
     runner = env_runner_class(ours).__name__
     print(
-        f"game {ours.game}: {ours.num_env_runners} env runner(s) x "
-        f"{ours.num_envs_per_env_runner} games, env_runner {ours.env_runner} ({runner}), "
-        f"batch {ours.train_batch_size}, {ours.num_epochs} epochs of {ours.minibatch_size}; "
+        f"game {ours.game_id}: {ours.resources.num_env_runners} env runner(s) x "
+        f"{ours.resources.num_envs_per_env_runner} games, env_runner {ours.resources.env_runner} ({runner}), "
+        f"batch {ours.ppo.train_batch_size}, {ours.ppo.num_epochs} epochs of {ours.ppo.minibatch_size}; "
         f"load average {load_before:.2f}"
     )
     figures: dict[str, float] = {}
-    raw = figures["a_raw"] = raw_pettingzoo_steps_per_s(ours.game, args.raw_seconds)
+    raw = figures["a_raw"] = raw_pettingzoo_steps_per_s(ours.game_id, args.raw_seconds)
     print(f"(a) raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
     plain = plain_sampling = None
     if not args.skip_plain:
-        algo = plain_rllib_config(ours.game, args.num_env_runners, ours).build_algo()
+        algo = plain_rllib_config(ours.game_id, args.num_env_runners, ours).build_algo()
         try:
             plain = time_training(algo, args.iterations)
             print(f"(b) plain RLlib PPO, tuned:           {plain}", flush=True)
@@ -402,16 +402,16 @@ def main() -> None:
     ray.shutdown()
     load_after = os.getloadavg()[0]
     print(f"load average {load_before:.2f} before, {load_after:.2f} after")
-    out = Path(args.out or f"runs/throughput/{_file_name(ours.game)}.json")
+    out = Path(args.out or f"runs/throughput/{_file_name(ours.game_id)}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
             {
-                "game": ours.game,
+                "game": ours.game_id,
                 "command": " ".join(sys.argv),
                 "runner": runner,
-                "num_env_runners": ours.num_env_runners,
-                "num_envs_per_env_runner": ours.num_envs_per_env_runner,
+                "num_env_runners": ours.resources.num_env_runners,
+                "num_envs_per_env_runner": ours.resources.num_envs_per_env_runner,
                 "iterations": args.iterations,
                 "overrides": args.overrides,
                 "env_steps_per_s": figures,
@@ -426,7 +426,7 @@ def main() -> None:
     append_result(
         "throughput",
         {
-            "game": ours.game,
+            "game": ours.game_id,
             "runner": runner,
             "env_steps_per_s": {k: v if v is None else round(v) for k, v in figures.items()},
             "ratios": {k: round(v, 3) for k, v in ratios.items()},

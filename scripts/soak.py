@@ -1,7 +1,7 @@
 """Soak: run a league for hours and watch what grows.
 
     .venv/bin/python scripts/soak.py --hours 1 --env tictactoe [--run-dir runs/soak]
-        [--interval 60] [--extra --num-env-runners 1 ...]
+        [--interval 60] [--extra --resources.num-env-runners 1 ...]
 
 Starts `league train` for the given time and, once a `--interval` (seconds), samples
 every process of the run (the trainer, Ray's gcs_server and raylet, every actor and
@@ -223,7 +223,7 @@ def main() -> int:
         str(run.path),
         "--stop-minutes",
         str(60 * args.hours),
-        "--no-dashboard",
+        "--no-run.dashboard",
         *args.extra,
     ]
     print(" ".join(command), flush=True)

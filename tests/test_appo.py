@@ -77,7 +77,7 @@ def test_appo_league_trains_with_its_own_loss(appo_league):
     cfg, algo, _, history, _ = appo_league
     assert isinstance(algo, APPO)
     for h in history:
-        assert h["result"]["env_runners"]["num_env_steps_sampled"] >= cfg.train_batch_size
+        assert h["result"]["env_runners"]["num_env_steps_sampled"] >= cfg.ppo.train_batch_size
     stats = history[-1]["result"]["learners"][MAIN_PLAYER]
     # APPO's importance-sampling statistics: V-trace's, which PPO does not report.
     assert {"policy_loss", "vf_loss", "entropy", "mean_IS"} <= set(stats)
@@ -167,7 +167,7 @@ def test_selfplay_with_learner_only_world_model(ray_session):
 
 
 def test_training_loop_commits_checkpoints_and_resumes(ray_session, tmp_path):
-    """`league train --algo appo` in-process: store commits, a checkpoint, --resume."""
+    """`league train --ppo.algo appo` in-process: store commits, a checkpoint, --resume."""
     run_dir = str(tmp_path / "run")
     cfg = TrainConfig.from_dict(
         {**TINY, "league": LEAGUE, "run_dir": run_dir, "stop_timesteps": 600}
@@ -177,7 +177,7 @@ def test_training_loop_commits_checkpoints_and_resumes(ray_session, tmp_path):
     assert first.iterations >= 3 and first.checkpoint
     lines: list[str] = []
     resumed_cfg = resolve_config({"run_dir": run_dir, "stop_timesteps": 1200}, resume=True)
-    assert resumed_cfg.algo == "appo"
+    assert resumed_cfg.ppo.algo == "appo"
     second = train(resumed_cfg, resume=True, log=lines.append)
     assert any(line.startswith("resumed") for line in lines)
     assert second.iterations > first.iterations and second.env_steps >= 1200
@@ -192,7 +192,7 @@ def test_training_loop_commits_checkpoints_and_resumes(ray_session, tmp_path):
     finally:
         store.close()
     # A run resumes with the algorithm it was trained with, nothing else.
-    with pytest.raises(ConfigError, match="trained with --algo appo"):
+    with pytest.raises(ConfigError, match="trained with --ppo.algo appo"):
         resolve_config({"run_dir": run_dir, "algo": "ppo"}, resume=True)
 
 
@@ -204,7 +204,7 @@ def test_bad_combinations_are_refused_with_one_line(tmp_path):
     # PPO's minibatch limit does not apply to APPO, which has no minibatches.
     assert TrainConfig(algo="appo", train_batch_size=100, minibatch_size=500).algo == "appo"
     proc = subprocess.run(
-        [sys.executable, "-m", "league.cli", "train", "--algo", "appo", "--shared-vf"]
+        [sys.executable, "-m", "league.cli", "train", "--ppo.algo", "appo", "--model.shared-vf"]
         + ["--run-dir", str(tmp_path / "run")],
         capture_output=True,
         text=True,

@@ -104,7 +104,7 @@ def test_trainable_and_frozen_modules_share_a_step_and_records_are_made_once(ray
     frozen = snapshot_id(MAIN_PLAYER, 7)
     spec = snapshot_module_spec(cfg)
     weights = spec.build().get_state()
-    seats = list(make_rllib_env(cfg.game).possible_agents)
+    seats = list(make_rllib_env(cfg.game_id).possible_agents)
     plan = MatchmakingPlan(
         learners=(MAIN_PLAYER,),
         learner_probs=(1.0,),

@@ -48,7 +48,7 @@ def test_snapshots_the_league_no_longer_holds_are_swept(tmp_path: Path, archive:
 
 def test_retention_settings_are_checked() -> None:
     cfg = TrainConfig.from_dict({"env": "tictactoe"})
-    assert (cfg.keep_checkpoints, cfg.retired_snapshots) == (2, "delete")
+    assert (cfg.run.keep_checkpoints, cfg.run.retired_snapshots) == (2, "delete")
     with pytest.raises(ConfigError, match="keep_checkpoints must be >= 1"):
         TrainConfig.from_dict({"env": "tictactoe", "keep_checkpoints": 0})
     with pytest.raises(ConfigError, match="unknown retired_snapshots value 'burn'"):

@@ -102,14 +102,14 @@ def test_resume_precedence_flags_over_file_over_stored_config(tmp_path):
     stored = TrainConfig(seed=1, lr=0.01, num_epochs=3, league={"elo_k": 20.0, "max_snapshots": 9})
     run.config_file.write_text(json.dumps(stored.to_dict()))
     config = tmp_path / "cfg.yaml"
-    config.write_text("lr: 0.02\nleague:\n  active_set_size: 4\n")
+    config.write_text("ppo:\n  lr: 0.02\nleague:\n  active_set_size: 4\n")
     argv = ["train", "--resume", "--run-dir", str(run.path), "--config", str(config)]
     args = build_parser().parse_args([*argv, "--seed", "5", "--league.max-snapshots", "7"])
     cfg = train_config_from_args(args)
-    assert cfg.seed == 5 and cfg.league.max_snapshots == 7  # flags
-    assert cfg.lr == 0.02 and cfg.league.active_set_size == 4  # config file
-    assert cfg.num_epochs == 3 and cfg.league.elo_k == 20.0  # stored config
-    assert cfg.gamma == TrainConfig().gamma  # default
+    assert cfg.run.seed == 5 and cfg.league.max_snapshots == 7  # flags
+    assert cfg.ppo.lr == 0.02 and cfg.league.active_set_size == 4  # config file
+    assert cfg.ppo.num_epochs == 3 and cfg.league.elo_k == 20.0  # stored config
+    assert cfg.ppo.gamma == TrainConfig().ppo.gamma  # default
 
 
 def test_export_refuses_a_malformed_player_id(tmp_path, capsys):
@@ -126,9 +126,9 @@ def test_a_run_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_pa
     run = tmp_path / "r"
     proc = run_cli(
         "train", "--env", "toy_games:crashing_nim", "--run-dir", str(run),
-        "--num-env-runners", "0", "--num-envs-per-env-runner", "2",
-        "--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1",
-        "--hidden-sizes", "8", "--stop-timesteps", "2000", "--no-dashboard", "--num-cpus", "1",
+        "--resources.num-env-runners", "0", "--resources.num-envs-per-env-runner", "2",
+        "--ppo.train-batch-size", "200", "--ppo.minibatch-size", "100", "--ppo.num-epochs", "1",
+        "--model.hidden-sizes", "8", "--stop-timesteps", "2000", "--no-run.dashboard", "--resources.num-cpus", "1",
         cwd=Path(__file__).parent,
     )  # fmt: skip
     assert proc.returncode == 70, proc.stderr[-2000:]
@@ -143,12 +143,18 @@ def test_a_run_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_pa
 @pytest.mark.parametrize(
     ("flags", "expected"),
     [
-        (["--env", "tictactoe", "--shared-vf", "--centralized-critic"], "simultaneous-move game"),
-        (["--env", "rps", "--centralized-critic"], "centralized_critic needs shared_vf"),
-        (["--curiosity-coeff", "0.1"], "curiosity_coeff > 0 needs world_model"),
-        (["--algo", "appo", "--shared-vf"], "shared_vf needs algo ppo"),
-        (["--env", "simple_tag", "--shared-vf"], "shared_vf and world_model read one"),
-        (["--train-batch-size", "100", "--minibatch-size", "200"], "minibatch_size must not"),
+        (
+            ["--env", "tictactoe", "--model.shared-vf", "--model.centralized-critic"],
+            "simultaneous-move game",
+        ),
+        (["--env", "rps", "--model.centralized-critic"], "centralized_critic needs shared_vf"),
+        (["--model.curiosity-coeff", "0.1"], "curiosity_coeff > 0 needs world_model"),
+        (["--ppo.algo", "appo", "--model.shared-vf"], "shared_vf needs algo ppo"),
+        (["--env", "simple_tag", "--model.shared-vf"], "shared_vf and world_model read one"),
+        (
+            ["--ppo.train-batch-size", "100", "--ppo.minibatch-size", "200"],
+            "minibatch_size must not",
+        ),
     ],
 )
 def test_a_refused_combination_leaves_nothing_behind(tmp_path, capsys, flags, expected):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from league.cli import build_parser, main, train_config_from_args
-from league.config import TrainConfig
+from league.config import GROUPS, PPOSettings, TrainConfig
 from league.core.config import LeagueConfig
 
 NON_FIELD_FLAGS = {"command", "config", "resume", "address", "detach", "debug"}
@@ -31,12 +31,9 @@ def flag_actions() -> dict[str, argparse.Action]:
 def expected_flags() -> dict[str, dataclasses.Field]:
     """Flag name -> field, spelled out here independently of league.cli."""
     flags = {}
-    for f in dataclasses.fields(TrainConfig):
-        if f.name == "league":
-            for lf in dataclasses.fields(LeagueConfig):
-                flags["--league." + lf.name.replace("_", "-")] = lf
-        else:
-            flags["--" + f.name.removesuffix("_").replace("_", "-")] = f
+    for group in dataclasses.fields(TrainConfig):
+        for f in dataclasses.fields(GROUPS[group.name]):
+            flags[f"--{group.name}." + f.name.removesuffix("_").replace("_", "-")] = f
     return flags
 
 
@@ -48,10 +45,10 @@ def test_every_field_has_a_flag():
     actions = flag_actions()
     missing = sorted(set(expected_flags()) - set(actions))
     assert not missing
-    assert "--lambda" in actions and "--lambda-" not in actions
+    assert "--ppo.lambda" in actions and "--ppo.lambda-" not in actions
     # Booleans are on/off pairs, lists take several values.
-    assert "--no-shared-vf" in actions and "--no-episodes-to-numpy" in actions
-    assert actions["--hidden-sizes"].nargs == "+"
+    assert "--no-model.shared-vf" in actions and "--no-resources.episodes-to-numpy" in actions
+    assert actions["--model.hidden-sizes"].nargs == "+"
 
 
 def test_flag_help_is_the_field_help_plus_default():
@@ -60,9 +57,9 @@ def test_flag_help_is_the_field_help_plus_default():
     for flag, f in expected_flags().items():
         assert f.metadata["help"] in actions[flag].full_help, flag
         assert "(default: " in actions[flag].full_help, flag
-    assert actions["--lr"].full_help.endswith("(default: 0.0003)")
-    assert actions["--hidden-sizes"].full_help.endswith("(default: 256 256)")
-    assert actions["--stop-timesteps"].full_help.endswith("(default: none)")
+    assert actions["--ppo.lr"].full_help.endswith("(default: 0.0003)")
+    assert actions["--model.hidden-sizes"].full_help.endswith("(default: 256 256)")
+    assert actions["--run.stop-timesteps"].full_help.endswith("(default: none)")
 
 
 def _help_output(capsys, flag: str) -> str:
@@ -74,9 +71,9 @@ def _help_output(capsys, flag: str) -> str:
 
 def test_help_all_renders_every_flag_and_lists_choices(capsys):
     text = _help_output(capsys, "--help-all")
-    assert "--mode {league,selfplay}" in text
-    assert "--env TEXT" in text and "openspiel:GAME" in text
-    assert "--env-kwargs JSON" in text and "--conv-filters JSON" in text
+    assert "--run.mode {league,selfplay}, --mode {league,selfplay}" in text
+    assert "--game.env TEXT, --env TEXT" in text and "openspiel:GAME" in text
+    assert "--game.env-kwargs JSON" in text and "--model.conv-filters JSON" in text
     assert "--league.max-snapshots INT" in text
     assert all(flag in text for flag in expected_flags())
     assert "--address" in text and "--detach" in text
@@ -85,21 +82,21 @@ def test_help_all_renders_every_flag_and_lists_choices(capsys):
 def test_brief_help_is_grouped_and_short(capsys):
     text = _help_output(capsys, "--help")
     assert len(text.splitlines()) <= 60, len(text.splitlines())
-    for group in ("game", "run", "resources", "algorithm", "network", "league", "evaluation"):
+    for group in ("game", "run", "resources", "ppo", "model", "league", "evaluation"):
         assert f"\n{group} flags:\n" in text, group
-    assert "--env TEXT" in text and "--help-all" in text
-    assert "--conv-filters" not in text  # a knob for --help-all
+    assert "--game.env TEXT, --env TEXT" in text and "--help-all" in text
+    assert "--model.conv-filters" not in text  # a knob for --help-all
 
 
 def test_json_flags_parse_and_refuse_bad_json(capsys):
     cfg = config_from(["--env", "go9", "--env-kwargs", '{"komi": 5.5}'])
-    assert cfg.env_kwargs == {"komi": 5.5} and cfg.game == 'go9{"komi":5.5}'
-    cfg = config_from(["--conv-filters", "[[8, 3, 1]]", "--encoder", "conv"])
-    assert cfg.model_config["conv_filters"] == [[8, 3, 1]]
+    assert cfg.game.env_kwargs == {"komi": 5.5} and cfg.game_id == 'go9{"komi":5.5}'
+    cfg = config_from(["--model.conv-filters", "[[8, 3, 1]]", "--model.encoder", "conv"])
+    assert cfg.model.network()["conv_filters"] == [[8, 3, 1]]
     for flag, value in (
         ("--env-kwargs", "{oops"),
         ("--env-kwargs", "[1]"),
-        ("--conv-filters", "[1]"),
+        ("--model.conv-filters", "[1]"),
     ):
         with pytest.raises(SystemExit):
             config_from([flag, value])
@@ -108,16 +105,24 @@ def test_json_flags_parse_and_refuse_bad_json(capsys):
 
 def test_flags_parse_into_train_config():
     cfg = config_from(
-        ["--lr", "0.001", "--hidden-sizes", "64", "64", "--no-shared-vf", "--world-model"]
-        + ["--lambda", "0.9", "--env", "connect_four", "--mode", "selfplay"]
-        + ["--num-cpus", "3", "--stop-minutes", "2.5", "--league.max-snapshots", "10"]
+        [
+            "--ppo.lr",
+            "0.001",
+            "--model.hidden-sizes",
+            "64",
+            "64",
+            "--no-model.shared-vf",
+            "--model.world-model",
+        ]
+        + ["--ppo.lambda", "0.9", "--env", "connect_four", "--mode", "selfplay"]
+        + ["--resources.num-cpus", "3", "--stop-minutes", "2.5", "--league.max-snapshots", "10"]
     )
-    assert cfg.lr == 0.001
-    assert cfg.hidden_sizes == [64, 64]
-    assert cfg.shared_vf is False and cfg.world_model is True
-    assert cfg.lambda_ == 0.9
-    assert (cfg.env, cfg.mode) == ("connect_four", "selfplay")
-    assert cfg.num_cpus == 3 and cfg.stop_minutes == 2.5
+    assert cfg.ppo.lr == 0.001
+    assert cfg.model.hidden_sizes == [64, 64]
+    assert cfg.model.shared_vf is False and cfg.model.world_model is True
+    assert cfg.ppo.lambda_ == 0.9
+    assert (cfg.game.env, cfg.run.mode) == ("connect_four", "selfplay")
+    assert cfg.resources.num_cpus == 3 and cfg.run.stop_minutes == 2.5
     assert cfg.league.max_snapshots == 10
     assert cfg.league.active_set_size == LeagueConfig().active_set_size
 
@@ -132,36 +137,38 @@ def test_flags_override_only_their_own_config_file_keys(tmp_path):
     path.write_text(
         yaml.safe_dump(
             {
-                "lr": 0.005,
-                "seed": 7,
-                "shared_vf": True,
-                "hidden_sizes": [32],
-                "stop_timesteps": 1000,
+                "ppo": {"lr": 0.005},
+                "run": {"seed": 7, "stop_timesteps": 1000},
+                "model": {"shared_vf": True, "hidden_sizes": [32]},
                 "league": {"max_snapshots": 5, "active_set_size": 3},
             }
         )
     )
     cfg = config_from(["--config", str(path), "--seed", "3", "--league.active-set-size", "2"])
-    assert (cfg.lr, cfg.shared_vf, cfg.hidden_sizes) == (0.005, True, [32])
-    assert cfg.seed == 3
+    assert (cfg.ppo.lr, cfg.model.shared_vf, cfg.model.hidden_sizes) == (0.005, True, [32])
+    assert cfg.run.seed == 3
     assert (cfg.league.max_snapshots, cfg.league.active_set_size) == (5, 2)
 
-    cfg = config_from(["--config", str(path), "--no-shared-vf", "--stop-timesteps", "none"])
-    assert cfg.shared_vf is False and cfg.stop_timesteps is None
+    cfg = config_from(["--config", str(path), "--no-model.shared-vf", "--stop-timesteps", "none"])
+    assert cfg.model.shared_vf is False and cfg.run.stop_timesteps is None
     assert cfg.league.active_set_size == 3
 
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
+        (["--ppo.lr", "abc"], "argument --ppo.lr: invalid float value: 'abc'"),
         (["--lr", "abc"], "argument --lr: invalid float value: 'abc'"),
-        (["--hidden-sizes", "64", "x"], "argument --hidden-sizes: invalid int value: 'x'"),
-        (["--hidden-sizes"], "argument --hidden-sizes: expected at least one argument"),
-        (["--stop-timesteps", "soon"], "argument --stop-timesteps: invalid int value"),
+        (
+            ["--model.hidden-sizes", "64", "x"],
+            "argument --model.hidden-sizes: invalid int value: 'x'",
+        ),
+        (["--model.hidden-sizes"], "argument --model.hidden-sizes: expected at least one argument"),
+        (["--stop-timesteps", "soon"], "argument --run.stop-timesteps/--stop-timesteps: invalid"),
         (["--env", "chess"], "unknown game 'chess'; known games: tictactoe, connect_four, rps"),
         (["--mode", "ladder"], "unknown mode 'ladder'; known modes: league, selfplay"),
         (["--league.max-snapshots", "1.5"], "argument --league.max-snapshots: invalid int"),
-        (["--shared-vf", "yes"], "unrecognized arguments: yes"),
+        (["--model.shared-vf", "yes"], "unrecognized arguments: yes"),
     ],
 )
 def test_bad_value_is_one_error_line(capsys, tmp_path, argv, expected):
@@ -183,27 +190,28 @@ def test_a_game_brings_its_own_defaults_and_flags_override_them(tmp_path):
     tuned = game_settings("tictactoe")
     assert tuned, "tictactoe has measured defaults"
     cfg = config_from(["--env", "tictactoe"])
-    for name, value in tuned.items():
-        if name == "league":
-            for knob, setting in value.items():
-                assert getattr(cfg.league, knob) == setting, knob
-        else:
-            assert getattr(cfg, name) == value, name
+    for group, values in tuned.items():
+        for name, value in values.items():
+            assert getattr(getattr(cfg, group), name) == value, (group, name)
     # a league flag changes one knob and keeps the game's others
     one = config_from(["--env", "tictactoe", "--league.main-learner-share", "0.8"])
     assert one.league.main_learner_share == 0.8
     assert one.league.main_exploiter_prob == tuned["league"]["main_exploiter_prob"]
-    assert config_from(["--env", "tictactoe", "--entropy-coeff", "0.2"]).entropy_coeff == 0.2
+    assert (
+        config_from(["--env", "tictactoe", "--ppo.entropy-coeff", "0.2"]).ppo.entropy_coeff == 0.2
+    )
     file = tmp_path / "c.yaml"
-    file.write_text(yaml.safe_dump({"env": "tictactoe", "lr": 0.002}))
+    file.write_text(yaml.safe_dump({"game": {"env": "tictactoe"}, "ppo": {"lr": 0.002}}))
     from_file = config_from(["--config", str(file)])
-    assert from_file.lr == 0.002 and from_file.entropy_coeff == tuned["entropy_coeff"]
+    assert (
+        from_file.ppo.lr == 0.002 and from_file.ppo.entropy_coeff == tuned["ppo"]["entropy_coeff"]
+    )
     # Another game does not inherit tictactoe's tuning.
     other = config_from(["--env", "connect_four"])
-    assert (other.entropy_coeff, other.lr, other.num_epochs) == (
-        TrainConfig.entropy_coeff,  # the field defaults
-        TrainConfig.lr,
-        TrainConfig.num_epochs,
+    assert (other.ppo.entropy_coeff, other.ppo.lr, other.ppo.num_epochs) == (
+        PPOSettings.entropy_coeff,  # the field defaults
+        PPOSettings.lr,
+        PPOSettings.num_epochs,
     )
 
 
@@ -212,7 +220,7 @@ def test_the_example_config_file_loads():
 
     path = Path(__file__).resolve().parents[1] / "configs" / "example.yaml"
     cfg = config_from(["--config", str(path)])
-    assert cfg.env == "connect_four" and cfg.league.main_learner_share == 0.6
+    assert cfg.game.env == "connect_four" and cfg.league.main_learner_share == 0.6
 
 
 def test_scaling_flags_reach_rllib():
@@ -220,10 +228,26 @@ def test_scaling_flags_reach_rllib():
     from league.training.algorithm import build_ppo_config
 
     cfg = config_from(
-        ["--num-learners", "1", "--num-cpus-per-learner", "0.25", "--num-gpus-per-learner", "0.5"]
-        + ["--env-runner-resources", '{"runner_node": 1}', "--env-runner-probe-timeout-s", "5"]
+        [
+            "--resources.num-learners",
+            "1",
+            "--resources.num-cpus-per-learner",
+            "0.25",
+            "--resources.num-gpus-per-learner",
+            "0.5",
+        ]
+        + [
+            "--resources.env-runner-resources",
+            '{"runner_node": 1}',
+            "--resources.env-runner-probe-timeout-s",
+            "5",
+        ]
     )
-    assert (cfg.num_learners, cfg.num_cpus_per_learner, cfg.num_gpus_per_learner) == (1, 0.25, 0.5)
+    assert (
+        cfg.resources.num_learners,
+        cfg.resources.num_cpus_per_learner,
+        cfg.resources.num_gpus_per_learner,
+    ) == (1, 0.25, 0.5)
     rllib = build_ppo_config(cfg)
     assert rllib.num_learners == 1
     assert rllib.num_cpus_per_learner == 0.25 and rllib.num_gpus_per_learner == 0.5
@@ -237,7 +261,7 @@ def test_scaling_flags_reach_rllib():
 def test_league_entropy_bonus_applies_in_league_mode_only():
     from league.training.algorithm import build_appo_config, build_ppo_config
 
-    league = config_from(["--env", "connect_four", "--entropy-coeff", "0.02"])
+    league = config_from(["--env", "connect_four", "--ppo.entropy-coeff", "0.02"])
     assert league.league.entropy_coeff is None  # unset: the run's own
     assert build_ppo_config(league).entropy_coeff == 0.02
     tuned = config_from(["--env", "connect_four", "--league.entropy-coeff", "0.07"])
@@ -246,7 +270,7 @@ def test_league_entropy_bonus_applies_in_league_mode_only():
     selfplay = config_from(
         ["--env", "connect_four", "--mode", "selfplay", "--league.entropy-coeff", "0.07"]
     )
-    assert build_ppo_config(selfplay).entropy_coeff == selfplay.entropy_coeff != 0.07
+    assert build_ppo_config(selfplay).entropy_coeff == selfplay.ppo.entropy_coeff != 0.07
     with pytest.raises(ValueError, match="entropy_coeff must be <= 100"):
         LeagueConfig(entropy_coeff=101.0)
 
@@ -257,7 +281,7 @@ def test_exploiters_get_their_own_entropy_bonus_in_league_mode():
     flags = [
         "--env",
         "connect_four",
-        "--entropy-coeff",
+        "--ppo.entropy-coeff",
         "0.02",
         "--league.num-league-exploiters",
         "1",
@@ -273,3 +297,45 @@ def test_exploiters_get_their_own_entropy_bonus_in_league_mode():
     assert build_ppo_config(selfplay).algorithm_config_overrides_per_module == {}
     with pytest.raises(ValueError, match="exploiter_entropy_coeff must be"):
         LeagueConfig(exploiter_entropy_coeff=-1.0)
+
+
+def test_flat_flags_still_work_with_one_deprecation_note(tmp_path):
+    """Flat flags of one release ago (`--lr`) set the grouped setting and say so in one
+    line; the run's naming flags (`--env`, `--run-dir`, ...) are short forms, no note."""
+    notes: list[str] = []
+
+    def parsed(argv: list[str]) -> TrainConfig:
+        args = build_parser().parse_args(["train", *argv])
+        return train_config_from_args(args, note=notes.append)
+
+    flat = parsed(["--env", "rps", "--lr", "0.002", "--no-shared-vf", "--num-epochs", "3"])
+    assert (flat.ppo.lr, flat.model.shared_vf, flat.ppo.num_epochs) == (0.002, False, 3)
+    assert flat == parsed(
+        ["--game.env", "rps", "--ppo.lr", "0.002", "--no-model.shared-vf", "--ppo.num-epochs", "3"]
+    )
+    assert len(notes) == 1 and "deprecated" in notes[0], notes
+    assert "--lr -> --ppo.lr" in notes[0] and "--num-epochs -> --ppo.num-epochs" in notes[0]
+    notes.clear()
+    parsed(["--env", "rps", "--run-dir", str(tmp_path / "r"), "--seed", "2", "--mode", "selfplay"])
+    assert notes == []
+    # A grouped flag wins over its flat one, whatever their order.
+    assert parsed(["--ppo.lr", "0.001", "--lr", "0.005"]).ppo.lr == 0.001
+    # A config file's flat keys: the same settings, one note naming the file.
+    notes.clear()
+    path = tmp_path / "flat.yaml"
+    path.write_text(
+        yaml.safe_dump({"env": "rps", "lr": 0.002, "num_epochs": 3, "shared_vf": False})
+    )
+    assert parsed(["--config", str(path)]) == flat
+    assert len(notes) == 1 and str(path) in notes[0] and "lr -> ppo.lr" in notes[0], notes
+
+
+def test_a_flat_flag_note_reaches_stderr_as_one_line(tmp_path, capsys):
+    """`league train` prints the note once, then goes on (here: refuses a bad value)."""
+    code = main(
+        ["train", "--lr", "0.002", "--ppo.num-epochs", "0", "--run-dir", str(tmp_path / "r")]
+    )
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(err) == 2, err
+    assert err[0].startswith("league: note: flags: flat setting names are deprecated"), err
+    assert err[1].startswith("league: error:") and "num_epochs must be >= 1" in err[1], err

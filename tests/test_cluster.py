@@ -193,8 +193,13 @@ def test_runner_node_dies_and_returns_mid_run(cluster, tmp_path):
     train = subprocess.Popen(
         [sys.executable, "-m", "league.cli", "train", "--config", str(config)]
         + ["--run-dir", str(run_dir), "--stop-minutes", "8"]
-        + ["--num-learners", "1", "--num-cpus-per-learner", "0.5"]
-        + ["--env-runner-resources", '{"runner_node": 1}', "--env-runner-probe-timeout-s", "2"],
+        + ["--resources.num-learners", "1", "--resources.num-cpus-per-learner", "0.5"]
+        + [
+            "--resources.env-runner-resources",
+            '{"runner_node": 1}',
+            "--resources.env-runner-probe-timeout-s",
+            "2",
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
         env={**cluster.env, "RAY_ADDRESS": cluster.address},

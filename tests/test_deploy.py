@@ -460,7 +460,11 @@ def test_the_flag_extraction_sees_the_commands() -> None:
     rayjob = train_commands((KUBERAY / "rayjob.yaml").read_text())
     assert any("--stop-minutes" in c and "--store" in c for c in rayjob)  # folded YAML
     cluster = " ".join(train_commands((ROOT / "docs" / "cluster.md").read_text()))
-    for flag in ("--num-learners", "--num-gpus-per-learner", "--env-runner-resources"):
+    for flag in (
+        "--resources.num-learners",
+        "--resources.num-gpus-per-learner",
+        "--resources.env-runner-resources",
+    ):
         assert flag in cluster
     readme = " ".join(train_commands((ROOT / "README.md").read_text()))
     assert "--env-kwargs" in readme and "--stop-minutes" in readme

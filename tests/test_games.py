@@ -18,10 +18,10 @@ from league.tools.openspiel_exploitability import exploitability, uniform_exploi
 
 NIM = "toy_games:nim"
 TINY = [
-    "--num-env-runners", "1", "--num-envs-per-env-runner", "2",
-    "--train-batch-size", "128", "--minibatch-size", "64", "--num-epochs", "1",
-    "--hidden-sizes", "16", "--eval-interval", "1", "--eval-games", "2",
-    "--checkpoint-interval", "1", "--no-dashboard", "--league.snapshot-min-steps", "1",
+    "--resources.num-env-runners", "1", "--resources.num-envs-per-env-runner", "2",
+    "--ppo.train-batch-size", "128", "--ppo.minibatch-size", "64", "--ppo.num-epochs", "1",
+    "--model.hidden-sizes", "16", "--evaluation.eval-interval", "1", "--evaluation.eval-games", "2",
+    "--run.checkpoint-interval", "1", "--no-run.dashboard", "--league.snapshot-min-steps", "1",
 ]  # fmt: skip
 
 
@@ -156,7 +156,7 @@ REGISTRY_RUNS = ["kuhn_poker", "leduc_poker", "leduc_holdem", "texas_holdem", "g
 def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_path, capsys, game):
     run = tmp_path / game
     steps = "128" if game == "go9" else "256"
-    extra = ["--train-batch-size", "64", "--minibatch-size", "64"] if game == "go9" else []
+    extra = ["--ppo.train-batch-size", "64", "--ppo.minibatch-size", "64"] if game == "go9" else []
     argv = ["train", "--env", game, "--run-dir", str(run), *TINY, *extra, "--stop-timesteps", steps]
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
@@ -219,8 +219,8 @@ def test_scored_games_are_won_by_the_higher_return():
 
 def test_train_config_records_the_game_id():
     cfg = TrainConfig.from_dict({"env": "go9", "env_kwargs": {"komi": 5.5}})
-    assert cfg.game == 'go9{"komi":5.5}'
-    assert cfg.model_config["encoder"] == "auto"
+    assert cfg.game_id == 'go9{"komi":5.5}'
+    assert cfg.model.network()["encoder"] == "auto"
     with pytest.raises(ValueError, match="env_kwargs must be plain JSON"):
         TrainConfig.from_dict({"env": "go9", "env_kwargs": {"komi": float("nan")}})
 

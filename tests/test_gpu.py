@@ -92,8 +92,15 @@ def test_a_gpu_learner_without_a_gpu_is_refused_in_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     proc = subprocess.run(
         [sys.executable, "-m", "league.cli", "train", "--run-dir", str(tmp_path / "r")]
-        + ["--num-learners", "1", "--num-gpus-per-learner", "1", "--num-cpus", "1"]
-        + ["--no-dashboard", "--stop-timesteps", "100"],
+        + [
+            "--resources.num-learners",
+            "1",
+            "--resources.num-gpus-per-learner",
+            "1",
+            "--resources.num-cpus",
+            "1",
+        ]
+        + ["--no-run.dashboard", "--stop-timesteps", "100"],
         capture_output=True,
         text=True,
         timeout=180,

@@ -139,25 +139,34 @@ def test_truncated_latest_json_on_resume_is_one_line(run_dir, capsys):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("lr: -1\n", "lr must be in (0.0, 1.0]"),
-        ("gamma: 7.5\n", "gamma must be in (0.0, 1.0]"),
-        ("vf_loss_coeff: .nan\n", "vf_loss_coeff must be a finite number"),
-        ("stop_minutes: .nan\n", "stop_minutes must be a finite number"),
-        ("num_epochs: 1000000000\n", "num_epochs must be <= 1,000"),
-        ("store: ftp://example.com/x\n", "unsupported URL scheme 'ftp'"),
+        ("ppo:\n  lr: -1\n", "lr must be in (0.0, 1.0]"),
+        ("ppo:\n  gamma: 7.5\n", "gamma must be in (0.0, 1.0]"),
+        ("ppo:\n  vf_loss_coeff: .nan\n", "vf_loss_coeff must be a finite number"),
+        ("run:\n  stop_minutes: .nan\n", "stop_minutes must be a finite number"),
+        ("ppo:\n  num_epochs: 1000000000\n", "num_epochs must be <= 1,000"),
+        ("run:\n  store: ftp://example.com/x\n", "unsupported URL scheme 'ftp'"),
         ("league:\n  active_set_size: 0\n", "active_set_size must be >= 1"),
-        ("seed: -1\n", "seed must be in 0..2**32-1"),
-        ("num_cpus: 0\n", "num_cpus must be in 1..4096"),
-        ("env_kwargs: [1, 2]\n", "env_kwargs must be"),
-        ("num_learners: 65\n", "num_learners must be in 0..64, got 65"),
-        ("num_learners: -1\n", "num_learners must be in 0..64"),
-        ("num_cpus_per_learner: -0.5\n", "num_cpus_per_learner must be in [0, 1024]"),
-        ("num_gpus_per_learner: .inf\n", "num_gpus_per_learner must be in [0, 64]"),
-        ("num_gpus_per_learner: 1.5\n", "num_gpus_per_learner above 1 must be a whole"),
-        ("env_runner_resources: {CPU: 1}\n", "'CPU' is not a custom resource"),
-        ("env_runner_resources: {node: -1}\n", "'node' must be a number in (0, 1000000]"),
-        ("env_runner_resources: {node: x}\n", "'node' must be a number"),
-        ("env_runner_probe_timeout_s: 0\n", "env_runner_probe_timeout_s must be in (0, 3600]"),
+        ("run:\n  seed: -1\n", "seed must be in 0..2**32-1"),
+        ("resources:\n  num_cpus: 0\n", "num_cpus must be in 1..4096"),
+        ("game:\n  env_kwargs: [1, 2]\n", "env_kwargs must be"),
+        ("resources:\n  num_learners: 65\n", "num_learners must be in 0..64, got 65"),
+        ("resources:\n  num_learners: -1\n", "num_learners must be in 0..64"),
+        ("resources:\n  num_cpus_per_learner: -0.5\n", "num_cpus_per_learner must be in [0, 1024]"),
+        ("resources:\n  num_gpus_per_learner: .inf\n", "num_gpus_per_learner must be in [0, 64]"),
+        (
+            "resources:\n  num_gpus_per_learner: 1.5\n",
+            "num_gpus_per_learner above 1 must be a whole",
+        ),
+        ("resources:\n  env_runner_resources: {CPU: 1}\n", "'CPU' is not a custom resource"),
+        (
+            "resources:\n  env_runner_resources: {node: -1}\n",
+            "'node' must be a number in (0, 1000000]",
+        ),
+        ("resources:\n  env_runner_resources: {node: x}\n", "'node' must be a number"),
+        (
+            "resources:\n  env_runner_probe_timeout_s: 0\n",
+            "env_runner_probe_timeout_s must be in (0, 3600]",
+        ),
     ],
 )
 def test_values_a_run_cannot_use_are_refused(tmp_path, capsys, text, expected):
@@ -172,7 +181,7 @@ def test_debug_shows_the_traceback_instead(tmp_path):
     from league.config import ConfigError
 
     config = tmp_path / "c.yaml"
-    config.write_text("lr: -1\n")
+    config.write_text("ppo:\n  lr: -1\n")
     with pytest.raises(ConfigError):
         main(["--debug", "train", "--config", str(config), "--run-dir", str(tmp_path / "r")])
 
@@ -182,7 +191,7 @@ def test_billion_laughs_config_is_refused_without_expanding_it(tmp_path, capsys)
     for i in range(1, 10):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
     config = tmp_path / "laughs.yaml"
-    config.write_text("\n".join(lines) + "\nlr: *a9\n")
+    config.write_text("\n".join(lines) + "\nppo:\n  lr: *a9\n")
     started = time.perf_counter()
     tracemalloc.start()
     try:

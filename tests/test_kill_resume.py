@@ -44,10 +44,10 @@ def progress_iterations(run_dir: Path) -> int:
 )
 def test_sigkill_then_resume_rolls_back_to_the_checkpoint(store, algo, tmp_path):
     if store == "sqlite":
-        kill_then_resume(None, tmp_path, "--algo", algo)
+        kill_then_resume(None, tmp_path, "--ppo.algo", algo)
         return
     with RedisServer(tmp_path / "redis", password=SECRET) as server:
-        kill_then_resume(server.url(db=3), tmp_path, "--algo", algo)
+        kill_then_resume(server.url(db=3), tmp_path, "--ppo.algo", algo)
     files = [p for p in (tmp_path / "run").rglob("*") if p.is_file()]
     assert files and not [p for p in files if SECRET.encode() in p.read_bytes()]
 
@@ -56,7 +56,15 @@ def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None
     # Snapshots retire between checkpoints: a resume must still find them.
     config = tiny_config(tmp_path / "tiny.yaml", league={"max_snapshots": 2})
     run_dir = tmp_path / "run"
-    base = ["train", "--run-dir", str(run_dir), "--config", str(config), "--num-cpus", "2"]
+    base = [
+        "train",
+        "--run-dir",
+        str(run_dir),
+        "--config",
+        str(config),
+        "--resources.num-cpus",
+        "2",
+    ]
     base += list(flags)
     if store_url:
         base += ["--store", store_url]

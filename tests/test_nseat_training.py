@@ -50,11 +50,11 @@ def nseat_run(request, ray_session, tmp_path_factory):
 def test_match_records_equal_episodes_and_fill_every_team(nseat_run):
     cfg, summary = nseat_run
     layout = cfg.layout
-    run = RunDir(cfg.run_dir)
+    run = RunDir(cfg.run.run_dir)
     records = read_progress(run)
     assert summary.iterations == len(records) >= 3
     episodes = sum(r.episodes for r in records)
-    with open_store(cfg.store, run.path, read_only=True) as store:
+    with open_store(cfg.run.store, run.path, read_only=True) as store:
         matches = [MatchRecord.from_dict(m) for m in store.matches()]
     # No env runner: nothing is sampled ahead, so every episode is exactly one record.
     assert len(matches) == episodes > 0
@@ -74,8 +74,8 @@ def test_match_records_equal_episodes_and_fill_every_team(nseat_run):
 
 def test_ratings_follow_the_game(nseat_run):
     cfg, _ = nseat_run
-    run = RunDir(cfg.run_dir)
-    with open_store(cfg.store, run.path, read_only=True) as store:
+    run = RunDir(cfg.run.run_dir)
+    with open_store(cfg.run.store, run.path, read_only=True) as store:
         state = store.state()
     # More than two seats or teams of several: the skill rating over rankings.
     assert state["ratings"]["kind"] == "skill"
@@ -85,15 +85,15 @@ def test_ratings_follow_the_game(nseat_run):
 
 def test_snapshots_load_without_ray_and_play_every_seat(nseat_run):
     cfg, _ = nseat_run
-    run = RunDir(cfg.run_dir)
-    layout = game_layout(cfg.game)
+    run = RunDir(cfg.run.run_dir)
+    layout = game_layout(cfg.game_id)
     snapshots = [load_policy(path) for path in run.snapshot_dirs()]
     by_side = {
         side: [p for p in snapshots if side_of(p.meta.player) == side] for side in layout.sides
     }
     assert all(by_side.values()), {s: len(p) for s, p in by_side.items()}
     for side, policies in by_side.items():
-        records = evaluate(cfg.game, policies[-1], _Random(), 2, greedy=False, seed=3)
+        records = evaluate(cfg.game_id, policies[-1], _Random(), 2, greedy=False, seed=3)
         assert [r.seat for r in records] == [
             t.seats[0] if len(t.seats) == 1 else t.name for t in layout.teams_of_side(side)
         ]
@@ -117,21 +117,21 @@ def test_tools_speak_n_seats(nseat_run, tmp_path, capsys):
     cfg, _ = nseat_run
     layout = cfg.layout
     main_id = "main_0" if not layout.multi_side else f"{layout.sides[0]}.main_0"
-    argv = ["evaluate", "--run-dir", cfg.run_dir, "--player", main_id, "--opponent", "random"]
+    argv = ["evaluate", "--run-dir", cfg.run.run_dir, "--player", main_id, "--opponent", "random"]
     assert main([*argv, "--games", "2", "--sample"]) == 0
     out = capsys.readouterr().out
     team_lines = [line for line in out.splitlines() if line.strip().startswith("seat ")]
     assert len(team_lines) == len(layout.teams_of_side(layout.sides[0]))
-    if cfg.game == "kuhn_poker_3p":  # three players: NashConv, never NashConv/2
+    if cfg.game_id == "kuhn_poker_3p":  # three players: NashConv, never NashConv/2
         (line,) = [x for x in out.splitlines() if "NashConv (OpenSpiel" in x]
         assert 0.0 <= float(line.split(":")[1].split()[0]) < 2.0625 + 2.0
-    with open_store(cfg.store, RunDir(cfg.run_dir).path, read_only=True) as store:
+    with open_store(cfg.run.store, RunDir(cfg.run.run_dir).path, read_only=True) as store:
         lines = standings_lines(store.state())
     assert "mu - 3 sigma" in lines[0] and len(lines) > 2
     side_args = ["--side", layout.sides[-1]] if layout.multi_side else []
     out_dir = tmp_path / "mix"
     code = main(
-        ["export", "--mixture", "--run-dir", cfg.run_dir, "--out", str(out_dir), *side_args]
+        ["export", "--mixture", "--run-dir", cfg.run.run_dir, "--out", str(out_dir), *side_args]
     )
     assert code == 0
     printed = capsys.readouterr().out
@@ -141,7 +141,9 @@ def test_tools_speak_n_seats(nseat_run, tmp_path, capsys):
     assert all(side_of(m) == layout.sides[-1] for m in mixture.ids)
     if layout.multi_side:  # which side's mixture must be said
         assert (
-            main(["export", "--mixture", "--run-dir", cfg.run_dir, "--out", str(tmp_path / "x")])
+            main(
+                ["export", "--mixture", "--run-dir", cfg.run.run_dir, "--out", str(tmp_path / "x")]
+            )
             == 2
         )
         assert "say which one's mixture (--side)" in capsys.readouterr().err

@@ -72,7 +72,7 @@ def test_same_moves_give_the_same_episodes_as_rllibs_runner(ray_session, game, e
     ours = BatchedSimultaneousEnvRunner(config=config, worker_index=0)
     theirs = LeagueEnvRunner(config=config)
     theirs.module.set_state(ours.module.get_state())
-    copies = cfg.num_envs_per_env_runner
+    copies = cfg.resources.num_envs_per_env_runner
     mine = ours.sample(num_episodes=copies, explore=False)
     reference = [e.to_numpy() for e in theirs.sample(num_episodes=copies, explore=False)]
     # Every copy's game has the same length here: all end in the same step.
@@ -144,7 +144,7 @@ def test_teams_share_a_forward_pass_and_each_game_is_one_match_record(ray_sessio
         mapping=PlanMapping(plan, layout.seats),
     )
     episodes = runner.sample(num_timesteps=60)
-    assert len(episodes) == cfg.num_envs_per_env_runner
+    assert len(episodes) == cfg.resources.num_envs_per_env_runner
     metrics = runner.get_metrics()
     module_steps = _peek(metrics, "num_module_steps_sampled")
     assert set(module_steps) == {MAIN_PLAYER, frozen}
@@ -195,10 +195,10 @@ def test_a_tiny_league_trains(ray_session, tmp_path, game, num_env_runners):
         }
     )
     summary = train(cfg, log=lambda _line: None)
-    run = RunDir(cfg.run_dir)
+    run = RunDir(cfg.run.run_dir)
     records = read_progress(run)
     assert summary.iterations == len(records) >= 2 and summary.env_steps >= 160
-    with open_store(cfg.store, run.path, read_only=True) as store:
+    with open_store(cfg.run.store, run.path, read_only=True) as store:
         matches = [MatchRecord.from_dict(m) for m in store.matches()]
     assert matches and len({m.episode_id for m in matches}) == len(matches)
     if num_env_runners == 0:  # nothing sampled ahead: every episode is one record

@@ -12,8 +12,7 @@ from league.presets import evidence, game_entries, game_settings, preset_names, 
 
 
 def _flatten(settings: dict) -> set[str]:
-    keys = {k for k in settings if k != "league"}
-    return keys | {f"league.{k}" for k in settings.get("league", {})}
+    return {f"{group}.{key}" for group, values in settings.items() for key in values}
 
 
 def test_every_entry_names_known_settings_and_has_evidence() -> None:
@@ -43,16 +42,18 @@ def test_a_preset_applies_to_any_game_and_flags_still_win() -> None:
     game = "openspiel:goofspiel(num_cards=4)"
     plain = TrainConfig.from_dict({"env": game})
     descent = TrainConfig.from_dict({"env": game, "preset": "descent"})
-    assert (plain.magnet_coeff, descent.magnet_coeff) == (0.0, 0.5)
-    assert descent.anneal_over == "run" and descent.league.main_exploiter_reset_to == "main"
+    assert (plain.ppo.magnet_coeff, descent.ppo.magnet_coeff) == (0.0, 0.5)
+    assert descent.ppo.anneal_over == "run" and descent.league.main_exploiter_reset_to == "main"
     flagged = train_config_from_args(
-        build_parser().parse_args(["train", "--env", game, "--preset", "descent", "--lr", "1e-3"])
+        build_parser().parse_args(
+            ["train", "--env", game, "--preset", "descent", "--ppo.lr", "1e-3"]
+        )
     )
-    assert flagged.lr == 1e-3 and flagged.magnet_coeff == 0.5
+    assert flagged.ppo.lr == 1e-3 and flagged.ppo.magnet_coeff == 0.5
     # A preset over a registry game: the preset's values over the game's own.
     board_kuhn = TrainConfig.from_dict({"env": "kuhn_poker", "preset": "board"})
     assert board_kuhn.league.snapshot_step_budget == 50_000
-    assert board_kuhn.entropy_coeff == game_settings("kuhn_poker")["entropy_coeff"]
+    assert board_kuhn.ppo.entropy_coeff == game_settings("kuhn_poker")["ppo"]["entropy_coeff"]
 
 
 def test_an_unknown_preset_is_one_line(tmp_path, capsys) -> None:

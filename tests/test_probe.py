@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from envs.registry import game_spaces
@@ -55,15 +52,22 @@ def test_a_loaded_target_is_named_as_the_league_names_snapshots(tmp_path):
     assert describe(target) == "main_0@3"
 
 
-def test_probe_cli_refuses_a_missing_snapshot(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "league.cli", "probe", "--snapshot", str(tmp_path / "none")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("league: error:")
+def _probe_cli(capsys, *flags: str) -> tuple[int, str]:
+    """`league probe FLAGS` in this process: (exit code, stderr). Refusals come before
+    Ray or training start, as a user's process would see them."""
+    from league.cli import main
+
+    try:
+        code = main(["probe", *flags])
+    except SystemExit as exit_info:  # argparse's own refusals
+        code = exit_info.code
+    return code, capsys.readouterr().err
+
+
+def test_probe_cli_refuses_a_missing_snapshot(tmp_path, capsys):
+    code, err = _probe_cli(capsys, "--snapshot", str(tmp_path / "none"))
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("league: error:")
 
 
 def test_probe_exploits_a_scripted_player(ray_session):
@@ -87,13 +91,8 @@ def test_probe_exploits_a_scripted_player(ray_session):
         (["--snapshot", "x", "--reference", "random"], "not allowed with argument"),
     ],
 )
-def test_probe_cli_refuses_a_bad_scripted_target(flags, complaint):
-    proc = subprocess.run(
-        [sys.executable, "-m", "league.cli", "probe", *flags],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("league: error:")
-    assert complaint in proc.stderr, proc.stderr
+def test_probe_cli_refuses_a_bad_scripted_target(flags, complaint, capsys):
+    code, err = _probe_cli(capsys, *flags)
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("league: error:")
+    assert complaint in err, err

@@ -60,14 +60,14 @@ def test_the_clock_refuses_what_it_cannot_run(kwargs, message):
 def test_anneal_over_run_spans_the_step_budget_when_the_run_stops_by_steps():
     base = {"env": "tictactoe", "lr": 3e-4, "lr_final": 1e-5, "anneal_steps": 5000}
     by_steps = TrainConfig(**base, anneal_over="run", stop_timesteps=8000)
-    assert by_steps.run_minutes() is None
+    assert by_steps.run.run_minutes() is None
     assert by_steps.lr_schedule() == [[0, 3e-4], [8000, 1e-5]]
     # A time budget (given, or the default when no stop is given) keeps anneal_steps
     # as the axis: the run clock crosses it.
     by_time = TrainConfig(**base, anneal_over="run", stop_minutes=30.0)
-    assert by_time.run_minutes() == 30.0 and by_time.schedule_steps() == 5000
+    assert by_time.run.run_minutes() == 30.0 and by_time.schedule_steps() == 5000
     unbounded = TrainConfig(**base, anneal_over="run")
-    assert unbounded.run_minutes() == unbounded.default_stop_minutes
+    assert unbounded.run.run_minutes() == unbounded.run.default_stop_minutes
     plain = TrainConfig(**base, stop_timesteps=8000)  # anneal_over steps: anneal_steps
     assert plain.lr_schedule() == [[0, 3e-4], [5000, 1e-5]]
     message = "unknown anneal_over value 'time'; known anneal_over values: steps, run"
@@ -77,7 +77,7 @@ def test_anneal_over_run_spans_the_step_budget_when_the_run_stops_by_steps():
 
 def test_leduc_schedules_span_the_run_by_default():
     cfg = TrainConfig.from_dict({"env": "leduc_poker"})
-    assert cfg.anneal_over == "run" and cfg.lr_final is not None
+    assert cfg.ppo.anneal_over == "run" and cfg.ppo.lr_final is not None
     assert TrainConfig.from_dict({"env": "tictactoe"}).anneal_over == "steps"
 
 

@@ -38,7 +38,7 @@ def test_the_next_batch_is_sampling_when_an_iteration_returns(ray_session):
             # One sample request per runner is in flight while the driver moves on.
             assert group.num_in_flight_async_reqs(SAMPLE_AHEAD_TAG) == 1
             steps = result["env_runners"]["num_env_steps_sampled"]
-            assert steps >= cfg.train_batch_size, steps
+            assert steps >= cfg.ppo.train_batch_size, steps
         after = algo.learner_group.get_weights()[MAIN_PLAYER]
         assert any(not np.array_equal(before[k], after[k]) for k in after), "nothing trained"
         # The new weights reach the runner right behind its sample in flight.

@@ -24,14 +24,19 @@ from service_helpers import free_port, listening_ports, wait_for
 ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 TINY_CONFIG = """\
-num_env_runners: 1
-num_envs_per_env_runner: 2
-train_batch_size: 400
-minibatch_size: 200
-num_epochs: 1
-hidden_sizes: [16]
-eval_interval: 0
-checkpoint_interval: 1000
+resources:
+  num_env_runners: 1
+  num_envs_per_env_runner: 2
+ppo:
+  train_batch_size: 400
+  minibatch_size: 200
+  num_epochs: 1
+model:
+  hidden_sizes: [16]
+evaluation:
+  eval_interval: 0
+run:
+  checkpoint_interval: 1000
 league:
   snapshot_step_budget: 200
 """
@@ -137,7 +142,7 @@ def test_coordinator_lifecycle_and_metrics(head, tmp_path):
     run_dir = tmp_path / "run"
     started = head.league(
         "train", "--address", head.address, "--detach", "--run-dir", str(run_dir),
-        "--config", str(config), "--stop-minutes", "10", "--algo", "appo",
+        "--config", str(config), "--stop-minutes", "10", "--ppo.algo", "appo",
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
     assert "league-coordinator started" in started.stdout
@@ -189,7 +194,14 @@ def test_job_submission_runs_and_stops(head, tmp_path):
     run_dir = tmp_path / "jobrun"
     submit = subprocess.run(
         ["bash", "scripts/submit_job.sh", "--no-wait", "--", "--run-dir", str(run_dir)]
-        + ["--stop-minutes", "10", "--num-env-runners", "0", "--num-envs-per-env-runner", "2"],
+        + [
+            "--stop-minutes",
+            "10",
+            "--resources.num-env-runners",
+            "0",
+            "--resources.num-envs-per-env-runner",
+            "2",
+        ],
         capture_output=True,
         text=True,
         timeout=180,

@@ -38,7 +38,7 @@ def test_short_self_play_run_improves_against_random(ray_session):
     # With sample-ahead, the default: our training step, not RLlib's PPO step (the one
     # `sample_ahead: false` runs), is the one a learning check has to cover.
     cfg = TrainConfig(**TINY, seed=3, mode="selfplay")
-    assert cfg.sample_ahead
+    assert cfg.ppo.sample_ahead
     algo = build_ppo_config(cfg).build_algo()
     try:
         before = _score_vs_random(player_policy(algo, cfg, MAIN_PLAYER)[0])
@@ -80,7 +80,7 @@ def test_run_prints_progress_and_evaluation(short_run):
     assert evals and "vs random" in evals[0] and "vs minimax" in evals[0]
     assert set(summary.evaluations) == {"random", "minimax"}
     league_lines = [line for line in lines if line.startswith("league:")]
-    if cfg.mode == "league":
+    if cfg.run.mode == "league":
         assert len(league_lines) == summary.iterations
         assert "active" in league_lines[0] and "top" in league_lines[0]
         assert "win rate" in league_lines[0]
@@ -90,7 +90,7 @@ def test_run_prints_progress_and_evaluation(short_run):
 
 def test_run_writes_checkpoint_snapshot_and_progress(short_run):
     cfg, summary, _ = short_run
-    run_dir = cfg.run_dir
+    run_dir = cfg.run.run_dir
     latest = json.loads(open(f"{run_dir}/checkpoints/latest.json").read())
     assert latest["iteration"] == 2 and latest["env_steps"] == summary.env_steps >= 4000
     assert summary.checkpoint.endswith(latest["checkpoint"])
@@ -109,7 +109,7 @@ def test_resume_continues_from_checkpoint(short_run):
     assert any(line.startswith("resumed") for line in lines)
     assert resumed.iterations == summary.iterations + 1
     assert resumed.env_steps >= summary.env_steps + 2000
-    records = [json.loads(line) for line in open(f"{cfg.run_dir}/progress.jsonl")]
+    records = [json.loads(line) for line in open(f"{cfg.run.run_dir}/progress.jsonl")]
     assert [r["iteration"] for r in records] == [1, 2, 3]
 
 
@@ -118,12 +118,12 @@ def test_checkpoint_restores_the_trained_weights(short_run, ray_session):
 
     cfg, _, _ = short_run
     # The players/ snapshot and latest.json are written together with the checkpoint.
-    saved = load_policy(f"{cfg.run_dir}/players/{MAIN_PLAYER}")
-    latest = json.loads(open(f"{cfg.run_dir}/checkpoints/latest.json").read())
+    saved = load_policy(f"{cfg.run.run_dir}/players/{MAIN_PLAYER}")
+    latest = json.loads(open(f"{cfg.run.run_dir}/checkpoints/latest.json").read())
     algo = build_ppo_config(cfg).build_algo()
     try:
         _, fresh = player_policy(algo, cfg, MAIN_PLAYER)
-        algo.restore_from_path(f"{cfg.run_dir}/checkpoints/{latest['checkpoint']}")
+        algo.restore_from_path(f"{cfg.run.run_dir}/checkpoints/{latest['checkpoint']}")
         _, restored = player_policy(algo, cfg, MAIN_PLAYER)
     finally:
         algo.stop()
@@ -134,31 +134,21 @@ def test_checkpoint_restores_the_trained_weights(short_run, ray_session):
     assert np.allclose(restored[key], saved_weights)
 
 
-def test_evaluate_command_prints_seats_intervals_and_exploitability(short_run):
-    import subprocess
-    import sys
+def test_evaluate_command_prints_seats_intervals_and_exploitability(short_run, capsys):
+    # In this process (the command needs no Ray); test_layers runs the CLI as a program.
+    from league.cli import main
 
     cfg, _, _ = short_run
-    proc = subprocess.run(
-        [sys.executable, "-m", "league.cli", "evaluate", "--run-dir", cfg.run_dir]
-        + ["--opponent", "minimax", "--games", "30"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    code = main(
+        ["evaluate", "--run-dir", cfg.run.run_dir, "--opponent", "minimax", "--games", "30"]
     )
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out, err = capsys.readouterr()
+    assert code == 0, err
     assert "seat player_1" in out and "seat player_2" in out
     assert out.count("[") >= 6  # an interval for each of W/D/L in both seats
     assert "exploitability (greedy)" in out and "exploitability (sampled)" in out
-    bad = subprocess.run(
-        [sys.executable, "-m", "league.cli", "evaluate", "--run-dir", cfg.run_dir]
-        + ["--opponent", "search"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert bad.returncode == 2 and "valid opponents" in bad.stderr
+    assert main(["evaluate", "--run-dir", cfg.run.run_dir, "--opponent", "search"]) == 2
+    assert "valid opponents" in capsys.readouterr().err
 
 
 def test_progress_file_holds_one_typed_record_per_iteration(short_run):
@@ -166,7 +156,7 @@ def test_progress_file_holds_one_typed_record_per_iteration(short_run):
 
     cfg, summary, _ = short_run
     # (test_resume_continues_from_checkpoint may have appended one more iteration)
-    records = read_progress(RunDir(cfg.run_dir))[: summary.iterations]
+    records = read_progress(RunDir(cfg.run.run_dir))[: summary.iterations]
     assert [r.iteration for r in records] == list(range(1, summary.iterations + 1))
     assert records[-1].env_steps == summary.env_steps
     assert all(r.steps_per_s > 0 and r.learners[MAIN_PLAYER] for r in records)
@@ -181,7 +171,7 @@ def test_progress_file_holds_one_typed_record_per_iteration(short_run):
         for n, r in zip(sampled, records[1:], strict=True)
     )
     assert records[1].eval is not None and set(records[1].eval) == {"random", "minimax"}
-    if cfg.mode == "league":
+    if cfg.run.mode == "league":
         assert all(r.league is not None and "main_0" in r.league.ratings for r in records)
         assert all(r.league.step_seconds > 0 and r.league.store_seq > 0 for r in records)
         nash = records[-1].league.nash  # over the frozen snapshots, PSRO's meta-game
@@ -197,7 +187,7 @@ def test_tensorboard_event_file_has_the_scalars(short_run):
     from league.run import RunDir
 
     cfg, summary, _ = short_run
-    events = EventAccumulator(str(RunDir(cfg.run_dir).tensorboard))
+    events = EventAccumulator(str(RunDir(cfg.run.run_dir).tensorboard))
     events.Reload()
     tags = set(events.Tags()["scalars"])
     expected = {
@@ -207,7 +197,7 @@ def test_tensorboard_event_file_has_the_scalars(short_run):
         "eval/random/player_1/wins",
         "eval/minimax/player_2/losses",
     }
-    if cfg.mode == "league":
+    if cfg.run.mode == "league":
         expected |= {
             "rating/main_0",
             "league/size",
@@ -296,26 +286,19 @@ def test_stop_signals_leave_an_ignored_signal_ignored_and_restore_the_rest():
     assert after == (signal.SIG_IGN, signal.SIG_DFL)
 
 
-def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path):
-    import subprocess
-    import sys
-
+def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path, capsys):
     from envs.opponents import RandomPlayer
+    from league.cli import main
     from league.snapshot import MixturePolicy
 
     cfg, _, _ = short_run
     out = tmp_path / "mixture"
-    proc = subprocess.run(
-        [sys.executable, "-m", "league.cli", "export", "--mixture", "--run-dir", cfg.run_dir]
-        + ["--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if cfg.mode == "selfplay":  # no league store, no snapshots: one clear line
-        assert proc.returncode == 2 and proc.stderr.startswith("league: error:"), proc.stderr
+    code = main(["export", "--mixture", "--run-dir", cfg.run.run_dir, "--out", str(out)])
+    err = capsys.readouterr().err
+    if cfg.run.mode == "selfplay":  # no league store, no snapshots: one clear line
+        assert code == 2 and err.startswith("league: error:"), err
         return
-    assert proc.returncode == 0, proc.stderr
+    assert code == 0, err
     mixture = load_policy(out)
     assert isinstance(mixture, MixturePolicy)
     assert sum(mixture.weights) == pytest.approx(1.0)
@@ -349,7 +332,7 @@ def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_sessio
     assert second[MAIN_PLAYER][bonus] == pytest.approx(0.01)
     assert second["main_exploiter_0"][bonus] == pytest.approx(0.002)
     unset = TrainConfig(**tiny, mode="selfplay")  # constants (tictactoe's league anneals)
-    assert unset.lr_schedule() == 1e-3 and unset.player_entropy_coeff() == unset.entropy_coeff
+    assert unset.lr_schedule() == 1e-3 and unset.player_entropy_coeff() == unset.ppo.entropy_coeff
     with pytest.raises(ValueError, match="lr_final must be in"):
         TrainConfig(**tiny, lr_final=0.0)
     with pytest.raises(ValueError, match="entropy_coeff_final must be in"):
@@ -381,7 +364,7 @@ def test_schedules_over_the_run_end_at_their_final_values_as_time_runs_out(ray_s
     assert summary.iterations >= 2 and rates[0] > 1.5 * rates[-1], rates
     assert rates == sorted(rates, reverse=True) and rates[-1] < 2e-4, rates
     assert 0.8 <= latest["schedule_progress"] <= 1.0, latest
-    train(cfg, resume=True, log=lambda line: None)
+    train(cfg.replace(stop_minutes=0.1), resume=True, log=lambda line: None)  # what is left
     resumed = [
         json.loads(line) for line in (tmp_path / "run/progress.jsonl").read_text().splitlines()
     ]

@@ -9,26 +9,22 @@ from pathlib import Path
 
 import yaml
 
+from league.presets import merge_settings
+
 ROOT = Path(__file__).resolve().parents[1]
 TINY_SETTINGS = {
-    "num_env_runners": 0,
-    "num_envs_per_env_runner": 2,
-    "train_batch_size": 300,
-    "minibatch_size": 100,
-    "num_epochs": 1,
-    "hidden_sizes": [16],
-    "eval_interval": 0,
-    "checkpoint_interval": 3,
+    "resources": {"num_env_runners": 0, "num_envs_per_env_runner": 2},
+    "ppo": {"train_batch_size": 300, "minibatch_size": 100, "num_epochs": 1},
+    "model": {"hidden_sizes": [16]},
+    "evaluation": {"eval_interval": 0},
+    "run": {"checkpoint_interval": 3},
     "league": {"snapshot_step_budget": 150},
 }
 
 
-def tiny_config(path: Path, **changes: object) -> Path:
-    """Write the tiny settings (with `changes`; `league` merges key by key) to `path`."""
-    settings = {**TINY_SETTINGS, **changes}
-    if isinstance(changes.get("league"), dict):
-        settings["league"] = {**TINY_SETTINGS["league"], **changes["league"]}
-    path.write_text(yaml.safe_dump(settings))
+def tiny_config(path: Path, **changes: dict[str, object]) -> Path:
+    """Write the tiny settings (with `changes`, group by group, key by key) to `path`."""
+    path.write_text(yaml.safe_dump(merge_settings(TINY_SETTINGS, changes)))
     return path
 
 

@@ -120,6 +120,14 @@ class RunDir:
             raise RunDirError(f"run dir {str(self.path)!r} has no config.json")
         return read_json_object(self.config_file)
 
+    def stored_store_url(self) -> str | None:
+        """The league store URL config.json names (None: the run dir's SQLite file).
+        A run stored before the settings had groups keeps it at the top level."""
+        stored = self.load_config()
+        run = stored.get("run")
+        url = run.get("store") if isinstance(run, dict) else stored.get("store")
+        return url if isinstance(url, str) else None
+
 
 MAX_RUN_JSON_BYTES = 1024 * 1024
 

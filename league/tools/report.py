@@ -74,7 +74,7 @@ def _store_url(run: RunDir, store_url: str | None) -> str | None:
     if store_url is not None:
         return store_url
     try:
-        url = run.load_config().get("store")
+        url = run.stored_store_url()
     except (RunDirError, OSError, ValueError):  # no or unreadable config.json
         return None
     return url if isinstance(url, str) and url else None

@@ -69,32 +69,32 @@ def main_players(cfg: TrainConfig) -> list[str]:
 
 
 def trainable_players(cfg: TrainConfig) -> list[str]:
-    if cfg.mode == "selfplay":
+    if cfg.run.mode == "selfplay":
         return main_players(cfg)
     return list(cfg.league.player_ids(None, cfg.layout.sides))
 
 
 def snapshot_module_spec(cfg: TrainConfig, side: str = "") -> RLModuleSpec:
     """Spec of a frozen opponent on env runners: inference-only, its side's spaces."""
-    obs_space, act_space = game_spaces(cfg.game, side)
-    return masked_policy_spec(obs_space, act_space, cfg.model_config, inference_only=True)
+    obs_space, act_space = game_spaces(cfg.game_id, side)
+    return masked_policy_spec(obs_space, act_space, cfg.model.network(), inference_only=True)
 
 
 def frozen_module_spec(cfg: TrainConfig, module_id: str) -> RLModuleSpec:
     """Spec of a frozen league member on env runners: a snapshot's network, or a
     reference opponent's scripted policy (no weights)."""
     if is_reference_id(module_id):
-        obs_space, act_space = game_spaces(cfg.game)
-        return reference_policy_spec(reference_name(module_id), cfg.game, obs_space, act_space)
+        obs_space, act_space = game_spaces(cfg.game_id)
+        return reference_policy_spec(reference_name(module_id), cfg.game_id, obs_space, act_space)
     return snapshot_module_spec(cfg, side_of(module_id))
 
 
 def env_runner_class(cfg: TrainConfig) -> type[LeagueEnvRunner]:
-    """The runner for `cfg.env_runner`: RLlib's (`rllib`), else the batched runner
+    """The runner for `cfg.resources.env_runner`: RLlib's (`rllib`), else the batched runner
     for the game's kind (`batched`, `auto`): turn-based or simultaneous moves."""
-    if cfg.env_runner == "rllib":
+    if cfg.resources.env_runner == "rllib":
         return LeagueEnvRunner
-    if get_game(cfg.game).kind == "turn_based":
+    if get_game(cfg.game_id).kind == "turn_based":
         return BatchedLeagueEnvRunner
     return BatchedSimultaneousEnvRunner
 
@@ -112,29 +112,29 @@ def critic_groups(layout: SeatLayout) -> dict[str, list[str]]:
 def learner_only_specs(cfg: TrainConfig, players: list[str]) -> dict[str, Any]:
     """Specs of the learner-only modules switched on in `cfg` (explicit spaces)."""
     specs: dict[str, Any] = {}
-    if not (cfg.shared_vf or cfg.world_model):
+    if not (cfg.model.shared_vf or cfg.model.world_model):
         return specs
-    obs_space, act_space = game_spaces(cfg.game)
-    if cfg.shared_vf:
+    obs_space, act_space = game_spaces(cfg.game_id)
+    if cfg.model.shared_vf:
         specs[SHARED_VF_ID] = shared_value_spec(
             obs_space,
             act_space,
             players,
-            cfg.model_config,
-            centralized=cfg.centralized_critic,
+            cfg.model.network(),
+            centralized=cfg.model.centralized_critic,
             seats=list(cfg.layout.seats),
             critic_groups=critic_groups(cfg.layout),
         )
-    if cfg.world_model:
-        specs[WORLD_MODEL_ID] = world_model_spec(obs_space, act_space, cfg.model_config)
+    if cfg.model.world_model:
+        specs[WORLD_MODEL_ID] = world_model_spec(obs_space, act_space, cfg.model.network())
     return specs
 
 
 def build_algorithm_config(
     cfg: TrainConfig, plan: MatchmakingPlan | None = None
 ) -> AlgorithmConfig:
-    """The algorithm config of a run: PPO or APPO as `cfg.algo` says."""
-    if cfg.algo == "appo":
+    """The algorithm config of a run: PPO or APPO as `cfg.ppo.algo` says."""
+    if cfg.ppo.algo == "appo":
         return build_appo_config(cfg, plan)
     return build_ppo_config(cfg, plan)
 
@@ -147,20 +147,23 @@ def league_settings(
     players = trainable_players(cfg)
     extra = learner_only_specs(cfg, players)
     # With the shared value function the policies have no value head at all.
-    policy_model_config = {**cfg.model_config, **({"value_head": False} if cfg.shared_vf else {})}
+    policy_model_config = {
+        **cfg.model.network(),
+        **({"value_head": False} if cfg.model.shared_vf else {}),
+    }
     layout = cfg.layout
-    if cfg.mode == "league":
+    if cfg.run.mode == "league":
         plan = plan or build_plan(League(cfg.league, layout), ())
         mapping: Any = PlanMapping(plan, layout.seats)
     else:
         mapping = SelfPlayMapping(layout)
     config = (
         config.environment(
-            rllib_env_class(cfg.game),
+            rllib_env_class(cfg.game_id),
             env_config={
-                "game": cfg.game,
-                "import_paths": import_roots(cfg.game),
-                "random_opening_moves": cfg.random_opening_moves,
+                "game": cfg.game_id,
+                "import_paths": import_roots(cfg.game_id),
+                "random_opening_moves": cfg.game.random_opening_moves,
             },
             # RLlib's check steps a random action from the action space, illegal in most
             # states of many games (OpenSpiel raises on it); the registry has already
@@ -169,11 +172,11 @@ def league_settings(
         )
         .framework("torch")
         .env_runners(
-            num_env_runners=cfg.num_env_runners,
-            num_envs_per_env_runner=cfg.num_envs_per_env_runner,
+            num_env_runners=cfg.resources.num_env_runners,
+            num_envs_per_env_runner=cfg.resources.num_envs_per_env_runner,
             env_runner_cls=env_runner_class(cfg),
-            episodes_to_numpy=cfg.episodes_to_numpy,
-            custom_resources_per_env_runner=dict(cfg.env_runner_resources),
+            episodes_to_numpy=cfg.resources.episodes_to_numpy,
+            custom_resources_per_env_runner=dict(cfg.resources.env_runner_resources),
             # The runners' connectors hold no state to merge (no observation filters);
             # RLlib's per-iteration merge is a blocking call on every runner, which
             # would wait for a batch sampled ahead (sample_ahead.py).
@@ -185,7 +188,7 @@ def league_settings(
             # gives it the active set again and its lost, unfinished episodes never
             # reach the league.
             restart_failed_env_runners=True,
-            env_runner_health_probe_timeout_s=cfg.env_runner_probe_timeout_s,
+            env_runner_health_probe_timeout_s=cfg.resources.env_runner_probe_timeout_s,
         )
         .multi_agent(
             policies=set(players) | set(extra),
@@ -197,7 +200,8 @@ def league_settings(
                 rl_module_specs={
                     **{
                         pid: masked_policy_spec(
-                            *game_spaces(cfg.game, side_of(pid)), model_config=policy_model_config
+                            *game_spaces(cfg.game_id, side_of(pid)),
+                            model_config=policy_model_config,
                         )
                         for pid in players
                     },
@@ -207,32 +211,34 @@ def league_settings(
             algorithm_config_overrides_per_module=cfg.exploiter_overrides(players),
         )
         .learners(
-            num_learners=cfg.num_learners,
+            num_learners=cfg.resources.num_learners,
             num_cpus_per_learner=(
-                "auto" if cfg.num_cpus_per_learner is None else cfg.num_cpus_per_learner
+                "auto"
+                if cfg.resources.num_cpus_per_learner is None
+                else cfg.resources.num_cpus_per_learner
             ),
-            num_gpus_per_learner=cfg.num_gpus_per_learner,
+            num_gpus_per_learner=cfg.resources.num_gpus_per_learner,
             learner_config_dict={
-                CURIOSITY_COEFF_KEY: cfg.curiosity_coeff,
-                MAGNET_COEFF_KEY: cfg.magnet_coeff,
-                MAGNET_INTERVAL_KEY: cfg.magnet_interval,
+                CURIOSITY_COEFF_KEY: cfg.model.curiosity_coeff,
+                MAGNET_COEFF_KEY: cfg.ppo.magnet_coeff,
+                MAGNET_INTERVAL_KEY: cfg.ppo.magnet_interval,
                 **teacher_settings(cfg),
             },
         )
-        .debugging(seed=cfg.seed)
+        .debugging(seed=cfg.run.seed)
     )
-    if cfg.mode == "league":
+    if cfg.run.mode == "league":
         config.callbacks(MatchRecorder)
     return config
 
 
 def teacher_settings(cfg: TrainConfig) -> dict[str, Any]:
     """The learners' teacher settings: the league's teacher, in league mode only."""
-    if cfg.mode != "league" or not cfg.league.teacher or cfg.league.teacher_coeff <= 0:
+    if cfg.run.mode != "league" or not cfg.league.teacher or cfg.league.teacher_coeff <= 0:
         return {}
     return {
         TEACHER_KEY: cfg.league.teacher,
-        TEACHER_GAME_KEY: cfg.game,
+        TEACHER_GAME_KEY: cfg.game_id,
         TEACHER_COEFF_KEY: cfg.league.teacher_coeff,
     }
 
@@ -240,39 +246,41 @@ def teacher_settings(cfg: TrainConfig) -> dict[str, Any]:
 def build_ppo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> PPOConfig:
     """The PPOConfig of a run; learner-only modules join learners only (see rlmodules)."""
     # Two or more learners train data-parallel on whole games (data_parallel.py).
-    algo_class = SampleAheadPPO if cfg.sample_ahead else None  # None: RLlib's PPO
-    if cfg.num_learners >= 2:
+    algo_class = SampleAheadPPO if cfg.ppo.sample_ahead else None  # None: RLlib's PPO
+    if cfg.resources.num_learners >= 2:
         base = DataParallelPPOConfig(algo_class=algo_class)
     else:
         base = PPOConfig(algo_class=algo_class)
     config = league_settings(base, cfg, plan).training(
         # train_batch_size counts env steps per iteration over all learners.
-        train_batch_size_per_learner=-(-cfg.train_batch_size // max(1, cfg.num_learners)),
-        minibatch_size=cfg.minibatch_size,
-        num_epochs=cfg.num_epochs,
+        train_batch_size_per_learner=-(
+            -cfg.ppo.train_batch_size // max(1, cfg.resources.num_learners)
+        ),
+        minibatch_size=cfg.ppo.minibatch_size,
+        num_epochs=cfg.ppo.num_epochs,
         lr=cfg.lr_schedule(),
-        gamma=cfg.gamma,
-        lambda_=cfg.lambda_,
-        clip_param=cfg.clip_param,
+        gamma=cfg.ppo.gamma,
+        lambda_=cfg.ppo.lambda_,
+        clip_param=cfg.ppo.clip_param,
         entropy_coeff=cfg.player_entropy_coeff(),
-        vf_loss_coeff=cfg.vf_loss_coeff,
-        vf_clip_param=cfg.vf_clip_param,
-        use_kl_loss=cfg.kl_coeff > 0,
-        kl_coeff=cfg.kl_coeff,
-        kl_target=cfg.kl_target,
+        vf_loss_coeff=cfg.ppo.vf_loss_coeff,
+        vf_clip_param=cfg.ppo.vf_clip_param,
+        use_kl_loss=cfg.ppo.kl_coeff > 0,
+        kl_coeff=cfg.ppo.kl_coeff,
+        kl_target=cfg.ppo.kl_target,
         # Policies without a value head have no value loss; the shared one has its own.
-        use_critic=not cfg.shared_vf,
+        use_critic=not cfg.model.shared_vf,
     )
-    if cfg.sample_ahead:
+    if cfg.ppo.sample_ahead:
         # Each step's weight sync is queued on a runner behind the sample in flight.
         # RLlib allows one request in flight per tag and drops the next silently: when
         # the last step's sync has not returned yet (a loaded machine), this step's
         # would be lost and the runner would sample a whole batch with old weights.
         config.env_runners(max_requests_in_flight_per_env_runner=2)
-    if cfg.shared_vf or cfg.world_model:
+    if cfg.model.shared_vf or cfg.model.world_model:
         # Subclass of LeaguePPOLearner: also right for selfplay, where nothing is dropped.
         config.learners(learner_class=LearnerOnlyPPOLearner)
-    elif cfg.mode == "league" or cfg.num_learners >= 2 or cfg.magnet_coeff > 0:
+    elif cfg.run.mode == "league" or cfg.resources.num_learners >= 2 or cfg.ppo.magnet_coeff > 0:
         # Per-module epochs; with data-parallel learners, the same steps on each; the
         # magnet's pull. Plain self-play keeps RLlib's own learner.
         config.learners(learner_class=LeaguePPOLearner)
@@ -296,19 +304,24 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
     GAE. One league iteration (`algo.train()`) returns once at least
     `train_batch_size` env steps were sampled, as with PPO.
     """
-    fragment = max(1, min(APPO_FRAGMENT_STEPS, cfg.train_batch_size // cfg.num_envs_per_env_runner))
+    fragment = max(
+        1,
+        min(APPO_FRAGMENT_STEPS, cfg.ppo.train_batch_size // cfg.resources.num_envs_per_env_runner),
+    )
     # Two or more learners train data-parallel on whole games, in step (data_parallel.py).
-    base = DataParallelAPPOConfig() if cfg.num_learners >= 2 else APPOConfig()
+    base = DataParallelAPPOConfig() if cfg.resources.num_learners >= 2 else APPOConfig()
     config = (
         league_settings(base, cfg, plan)
         .training(
             # train_batch_size counts env steps per update over all learners.
-            train_batch_size_per_learner=-(-cfg.train_batch_size // max(1, cfg.num_learners)),
+            train_batch_size_per_learner=-(
+                -cfg.ppo.train_batch_size // max(1, cfg.resources.num_learners)
+            ),
             lr=cfg.lr_schedule(),
-            gamma=cfg.gamma,
-            clip_param=cfg.clip_param,
+            gamma=cfg.ppo.gamma,
+            clip_param=cfg.ppo.clip_param,
             entropy_coeff=cfg.player_entropy_coeff(),
-            vf_loss_coeff=cfg.vf_loss_coeff,
+            vf_loss_coeff=cfg.ppo.vf_loss_coeff,
             # RLlib polls the runners without waiting (0 s): the driver then spins a
             # core that the runners and the learner thread need. Wait up to 10 ms.
             timeout_s_sampler_manager=APPO_POLL_SECONDS,
@@ -317,17 +330,17 @@ def build_appo_config(cfg: TrainConfig, plan: MatchmakingPlan | None = None) -> 
         # IMPALA's default iteration lasts at least 10 s; ours is one train batch.
         .reporting(
             min_time_s_per_iteration=0,
-            min_sample_timesteps_per_iteration=cfg.train_batch_size,
+            min_sample_timesteps_per_iteration=cfg.ppo.train_batch_size,
         )
     )
-    if cfg.num_learners >= 2:
+    if cfg.resources.num_learners >= 2:
         # Each learner's circular buffer samples its batches at random and reuses them
         # while its thread is free: the learners then update a different number of
         # times between two weight writes (a league reset lands at different steps,
         # and their weights part for good). A first-in-first-out queue trains on every
         # batch once, in order, so `wait_for_queued_updates` leaves them in step.
         config.training(use_circular_buffer=False)
-    if cfg.world_model:
+    if cfg.model.world_model:
         config.learners(learner_class=LearnerOnlyAPPOLearner)
     else:
         # Also for selfplay: it guards weight reads and writes against its learner thread.

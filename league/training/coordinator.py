@@ -113,10 +113,10 @@ class LeagueCoordinator:
         league = latest.league if latest is not None else None
         return {
             "state": "paused" if self.state == "running" and self.control.paused else self.state,
-            "env": self.cfg.game,
-            "mode": self.cfg.mode,
-            "algo": self.cfg.algo,
-            "run_dir": self.cfg.run_dir,
+            "env": self.cfg.game_id,
+            "mode": self.cfg.run.mode,
+            "algo": self.cfg.ppo.algo,
+            "run_dir": self.cfg.run.run_dir,
             "iteration": latest.iteration if latest is not None else 0,
             "env_steps": latest.env_steps if latest is not None else 0,
             "steps_per_s": latest.steps_per_s if latest is not None else None,

@@ -134,7 +134,7 @@ class LeagueDriver:
     def _use_local_runner(self) -> bool:
         # With remote runners the local one never samples; keeping snapshots off it
         # keeps them out of RLlib's checkpoints (the league saves them itself).
-        return self.cfg.num_env_runners == 0
+        return self.cfg.resources.num_env_runners == 0
 
     def learner_weights(self, module_ids: list[str]) -> dict[str, dict[str, np.ndarray]]:
         weights = self.algo.learner_group.get_weights(module_ids=module_ids)
@@ -223,7 +223,7 @@ class LeagueDriver:
     def export_snapshot(self, snapshot_id: str, weights: Mapping[str, np.ndarray]) -> None:
         """Write a new snapshot's folder and keep its policy weights for the next push."""
         snap = self.league.snapshots[snapshot_id]
-        meta = player_metadata(self.cfg.game, self.cfg.model_config, snap.player, snap.step)
+        meta = player_metadata(self.cfg.game_id, self.cfg.model.network(), snap.player, snap.step)
         meta.version = snap.version
         meta.parent = snap.parent
         meta.rating = snap.rating

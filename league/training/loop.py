@@ -73,7 +73,7 @@ class TrainingSummary:
 def player_policy(algo: Any, cfg: TrainConfig, player: str) -> tuple[SnapshotPolicy, dict]:
     """The player's current weights (from the learner) as a Ray-free policy."""
     state = algo.learner_group.get_weights(module_ids=[player])[player]
-    meta = player_metadata(cfg.game, cfg.model_config, player, env_steps=0)
+    meta = player_metadata(cfg.game_id, cfg.model.network(), player, env_steps=0)
     policy_state = {k: np.asarray(v) for k, v in state.items() if k.startswith(POLICY_PREFIX)}
     return SnapshotPolicy(meta, policy_state), policy_state
 
@@ -87,27 +87,29 @@ def evaluate_against_references(
             seat
             for policy in policies
             for seat in evaluate(
-                cfg.game,
+                cfg.game_id,
                 policy,
-                make_opponent(name, cfg.game),
-                cfg.eval_games,
+                make_opponent(name, cfg.game_id),
+                cfg.evaluation.eval_games,
                 seed=seed,
-                teams=cfg.teams or None,
+                teams=cfg.game.teams or None,
             )
         ]
-        for name in reference_opponents(cfg.game)
+        for name in reference_opponents(cfg.game_id)
     }
 
 
 def config_for_files(cfg: TrainConfig) -> dict[str, Any]:
     """The run's config as config.json holds it: the store URL without a password."""
-    return {**cfg.to_dict(), "store": url_for_files(cfg.store)}
+    stored = cfg.to_dict()
+    stored["run"]["store"] = url_for_files(cfg.run.store)
+    return stored
 
 
 def check_run_dir(cfg: TrainConfig, resume: bool) -> tuple[RunDir, dict[str, Any] | None]:
     """The run dir for a new run (none there yet) or a resume (its latest checkpoint);
     writes nothing."""
-    run = RunDir(cfg.run_dir)
+    run = RunDir(cfg.run.run_dir)
     if resume:
         return run, run.latest_checkpoint()
     if run.latest_file.is_file():
@@ -123,12 +125,12 @@ def write_run_config(
 ) -> None:
     """config.json for a new run; a resumed run's is rewritten only if it still holds
     a store password (a run dir from before the password was kept out of files)."""
-    if literal_password(cfg.store):
+    if literal_password(cfg.run.store):
         log(
             f"the store URL's password is not written to files: config.json keeps "
             f"${{{PASSWORD_VARIABLE}}}; export {PASSWORD_VARIABLE} (or pass --store) to resume"
         )
-    if resume and not literal_password(run.load_config().get("store")):
+    if resume and not literal_password(run.stored_store_url()):
         return
     run.path.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run.config_file, config_for_files(cfg))
@@ -146,14 +148,18 @@ def prepare_run(
 def check_local_gpus(cfg: TrainConfig) -> None:
     """A local Ray instance never grows a GPU: a GPU learner on a machine without one is
     refused before anything is written or started (a cluster may autoscale one in)."""
-    if cfg.num_gpus_per_learner <= 0 or os.environ.get("RAY_ADDRESS") or ray.is_initialized():
+    if (
+        cfg.resources.num_gpus_per_learner <= 0
+        or os.environ.get("RAY_ADDRESS")
+        or ray.is_initialized()
+    ):
         return
     import torch
 
     gpus = torch.cuda.device_count()
-    if cfg.num_gpus_per_learner > gpus:
+    if cfg.resources.num_gpus_per_learner > gpus:
         raise ConfigError(
-            f"num_gpus_per_learner {cfg.num_gpus_per_learner:g} but this machine has {gpus} GPUs"
+            f"num_gpus_per_learner {cfg.resources.num_gpus_per_learner:g} but this machine has {gpus} GPUs"
         )
 
 
@@ -248,22 +254,22 @@ def start_ray(cfg: TrainConfig, log: Callable[[str], None]) -> None:
         return
     context = ray.init(
         address="local",
-        num_cpus=cfg.num_cpus,
-        include_dashboard=cfg.dashboard,
+        num_cpus=cfg.resources.num_cpus,
+        include_dashboard=cfg.run.dashboard,
         # Quiet: actors' output stays in Ray's session logs (linked from RUN_DIR/logs).
-        log_to_driver=cfg.verbose,
+        log_to_driver=cfg.run.verbose,
     )
-    if not cfg.verbose:
-        link_session_logs(RunDir(cfg.run_dir).logs, context.address_info.get("session_dir"))
-    if cfg.dashboard and context.dashboard_url:
+    if not cfg.run.verbose:
+        link_session_logs(RunDir(cfg.run.run_dir).logs, context.address_info.get("session_dir"))
+    if cfg.run.dashboard and context.dashboard_url:
         log(f"Ray dashboard: http://{context.dashboard_url}")
     # A local instance never grows a GPU: fail now rather than wait forever for a
     # learner actor that cannot be placed. (A cluster may autoscale one in.)
     gpus = float(ray.cluster_resources().get("GPU", 0))
-    if cfg.num_gpus_per_learner > gpus:
+    if cfg.resources.num_gpus_per_learner > gpus:
         ray.shutdown()
         raise ConfigError(
-            f"num_gpus_per_learner {cfg.num_gpus_per_learner:g} but this machine's Ray "
+            f"num_gpus_per_learner {cfg.resources.num_gpus_per_learner:g} but this machine's Ray "
             f"instance has {gpus:g} GPUs"
         )
 
@@ -338,10 +344,10 @@ def run_iteration(
             store_seq=store_seq,
             store_seconds=time.perf_counter() - started,
         )
-    if cfg.eval_interval and iteration % cfg.eval_interval == 0:
+    if cfg.evaluation.eval_interval and iteration % cfg.evaluation.eval_interval == 0:
         eval_started = time.perf_counter()
         mains = [player_policy(algo, cfg, main)[0] for main in main_players(cfg)]
-        record.eval = evaluate_against_references(cfg, mains, cfg.seed + iteration)
+        record.eval = evaluate_against_references(cfg, mains, cfg.run.seed + iteration)
         record.eval_seconds = time.perf_counter() - eval_started
     # The rate a user can count on: the whole iteration, not algo.train() alone (with
     # sampling ahead, the league step is where the wait for the next batch lands).
@@ -363,7 +369,7 @@ def next_steps(cfg: TrainConfig, run: RunDir) -> list[str]:
         f"  league evaluate --run-dir {where} --opponent random   # W/D/L per seat",
         f"  league report --run-dir {where}                       # ratings, payoff PNGs",
     ]
-    if cfg.mode == "league":
+    if cfg.run.mode == "league":
         lines.append(
             f"  league export --run-dir {where} --mixture --out {where}/mixture"
             "   # the league's mixture"
@@ -391,23 +397,23 @@ def train(
     check_local_gpus(cfg)
     store = (
         open_store(
-            cfg.store,
+            cfg.run.store,
             run.path,
             keep_states=TRAINING_KEEP_STATES,
-            keep_matches=cfg.store_retention,
+            keep_matches=cfg.run.store_retention,
         )
-        if cfg.mode == "league"
+        if cfg.run.mode == "league"
         else None
     )
     if store is not None and latest is None and store.seq() > 0:
         store.close()
         raise RunDirError(
-            f"the league store {redacted_url(cfg.store) if cfg.store else 'in ' + str(run.path)} "
+            f"the league store {redacted_url(cfg.run.store) if cfg.run.store else 'in ' + str(run.path)} "
             "already holds a league "
             f"(seq {store.seq()}); pass --resume, or use another store or namespace"
         )
     write_run_config(run, cfg, resume, log)
-    with LibraryLogs(run.logs, cfg.verbose):
+    with LibraryLogs(run.logs, cfg.run.verbose):
         return _train(cfg, run, latest, progress, store, log, control)
 
 
@@ -424,7 +430,7 @@ def _train(
     stop_signals = StopSignals()
     stop_signals.install()
     algo = build_algorithm_config(cfg).build_algo()
-    driver = LeagueDriver(algo, cfg, run, seed=cfg.seed) if cfg.mode == "league" else None
+    driver = LeagueDriver(algo, cfg, run, seed=cfg.run.seed) if cfg.run.mode == "league" else None
     summary = TrainingSummary()
     env_steps = iteration = store_seq = 0
     if latest is not None:
@@ -436,19 +442,19 @@ def _train(
     elif driver is not None and store is not None:
         log(f"league seeded with {', '.join(driver.seed_league())}")
         store_seq = store.commit(driver.get_state(), [], expected_seq=0)
-    stop_minutes = cfg.run_minutes()
+    stop_minutes = cfg.run.run_minutes()
     deadline = time.monotonic() + 60 * stop_minutes if stop_minutes else float("inf")
     clock = run_clock(algo, cfg, progress, log)
     log(
-        f"training {cfg.game} ({cfg.num_env_runners} env runners x "
-        f"{cfg.num_envs_per_env_runner} envs), stop at "
-        f"{cfg.stop_timesteps or '-'} env steps / {stop_minutes or '-'} min; run dir {run.path}"
+        f"training {cfg.game_id} ({cfg.resources.num_env_runners} env runners x "
+        f"{cfg.resources.num_envs_per_env_runner} envs), stop at "
+        f"{cfg.run.stop_timesteps or '-'} env steps / {stop_minutes or '-'} min; run dir {run.path}"
     )
     log(f"TensorBoard: tensorboard --logdir {run.tensorboard}")
     last_saved_iteration = iteration if latest else -1
     sinks = [ProgressFile(run), TensorBoardSink(run)]
     try:
-        while env_steps < (cfg.stop_timesteps or float("inf")) and time.monotonic() < deadline:
+        while env_steps < (cfg.run.stop_timesteps or float("inf")) and time.monotonic() < deadline:
             if stop_signals.received():
                 raise KeyboardInterrupt  # one the interpreter dropped inside the iteration
             if control is not None:
@@ -476,7 +482,7 @@ def _train(
             if control is not None:
                 snapshots = driver.league.snapshots if driver is not None else {}
                 control.publish(record, {sid: asdict(s) for sid, s in snapshots.items()})
-            if cfg.checkpoint_interval and iteration % cfg.checkpoint_interval == 0:
+            if cfg.run.checkpoint_interval and iteration % cfg.run.checkpoint_interval == 0:
                 summary.checkpoint = save_checkpoint(
                     algo, cfg, run, iteration, env_steps, store, store_seq, clock, held(driver)
                 )
@@ -556,8 +562,8 @@ def run_clock(
 ) -> RunClock | None:
     """With `anneal_over: run` and a time budget, the clock the learners' schedules
     follow (`league.training.run_clock`), resumed from the checkpoint's progress."""
-    minutes = cfg.run_minutes()
-    if cfg.anneal_over != "run" or minutes is None:
+    minutes = cfg.run.run_minutes()
+    if cfg.ppo.anneal_over != "run" or minutes is None:
         return None
     if not (isinstance(algo, SampleAheadPPO) and algo.samples_ahead):
         log(
@@ -608,7 +614,7 @@ def save_checkpoint(
         save_snapshot(
             run.player_dir(player),
             state,
-            player_metadata(cfg.game, cfg.model_config, player, env_steps),
+            player_metadata(cfg.game_id, cfg.model.network(), player, env_steps),
         )
     progress = {} if clock is None else {SCHEDULE_PROGRESS: clock.progress()}
     write_json_atomic(
@@ -621,9 +627,11 @@ def save_checkpoint(
             "store_seq": store_seq,
         },
     )
-    prune_checkpoints(run, cfg.keep_checkpoints)
+    prune_checkpoints(run, cfg.run.keep_checkpoints)
     if driver_snapshots is not None:
-        sweep_retired_snapshots(run, driver_snapshots, archive=cfg.retired_snapshots == "archive")
+        sweep_retired_snapshots(
+            run, driver_snapshots, archive=cfg.run.retired_snapshots == "archive"
+        )
     return str(checkpoint)
 
 

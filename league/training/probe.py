@@ -213,7 +213,7 @@ def probe(
     if isinstance(target, ReferenceTarget):
         if layout.multi_side:
             raise ProbeError("probe: a scripted target plays one side; this game has several")
-        opponent = make_opponent(target.name, cfg.game)  # refuses an unknown name first
+        opponent = make_opponent(target.name, cfg.game_id)  # refuses an unknown name first
         target_id = reference_id(target.name)
         frozen = (frozen_module_spec(cfg, target_id), {})  # scripted: no weights
         target_side = ""
@@ -235,7 +235,7 @@ def probe(
         def install(runner: LeagueEnvRunner) -> list[str]:
             return runner.update_league(add={target_id: frozen}, remove=(), mapping=mapping)
 
-        local = cfg.num_env_runners == 0  # remote runners: the local one never samples
+        local = cfg.resources.num_env_runners == 0  # remote runners: the local one never samples
         algo.env_runner_group.foreach_env_runner(install, local_env_runner=local)
         deadline = time.monotonic() + 60 * minutes
         env_steps = 0
@@ -255,5 +255,5 @@ def probe(
         best_response, _ = player_policy(algo, cfg, learner)
     finally:
         algo.stop()
-    seats = evaluate(cfg.game, best_response, opponent, games // 2, greedy=True, seed=seed + 1)
+    seats = evaluate(cfg.game_id, best_response, opponent, games // 2, greedy=True, seed=seed + 1)
     return ProbeResult(env_steps, seats)
