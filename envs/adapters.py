@@ -8,9 +8,14 @@ through `ParallelPettingZooEnv`. `config["game"]` is a game id (envs.registry).
 
 from __future__ import annotations
 
+from typing import Any
+
+import gymnasium as gym
 import numpy as np
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
+from envs.openspiel import observation_for
 from envs.registry import add_import_roots, get_game
 
 
@@ -80,6 +85,123 @@ class TurnBasedGameEnv(PettingZooEnv):
         return {agent: self.env.observe(agent)}, info
 
 
+class OpenSpielGameEnv(MultiAgentEnv):
+    """A turn-based OpenSpiel game on pyspiel states directly: `TurnBasedGameEnv`'s
+    results for the same game, seed and moves (tests/test_envs.py plays both side by
+    side), without the PettingZoo layer that computes every seat's tensor and mask
+    after every move (shimmy's env). Only the seat to move is observed.
+
+    Rewards follow PettingZoo's AEC rule that `TurnBasedGameEnv` reports: a seat's
+    reward is what OpenSpiel paid it since it last moved, reported when it is next
+    observed (to move, or at the end, when every seat is observed in seat order).
+    Chance outcomes are drawn as `envs.openspiel.OpenSpielEnv` draws them, from
+    gymnasium's generator seeded by `reset`.
+    """
+
+    def __init__(self, config: dict | None = None):
+        super().__init__()
+        config = config or {}
+        add_import_roots(list(config.get("import_paths", [])))
+        game = get_game(config.get("game", ""))
+        if game.openspiel is None or game.kind != "turn_based":
+            raise ValueError(f"game {game.name!r} is not a turn-based OpenSpiel game")
+        self.game = game.name
+        # The very env the PettingZoo path builds: its game object, seats and spaces.
+        self.env = game.make()
+        self._spiel = self.env.unwrapped._game
+        self.possible_agents = list(self.env.possible_agents)
+        self.agents = list(self.possible_agents)
+        self._adapters = {agent: self.env.adapters[agent] for agent in self.possible_agents}
+        self.observation_spaces = {a: self.env.observation_space(a) for a in self.agents}
+        self.action_spaces = {a: self.env.action_space(a) for a in self.agents}
+        self.observation_space = gym.spaces.Dict(self.observation_spaces)
+        self.action_space = gym.spaces.Dict(self.action_spaces)
+        self._num_actions = self._spiel.num_distinct_actions()
+        self._max_decisions = self._spiel.max_game_length()
+        self.random_opening_moves = int(config.get("random_opening_moves", 0))
+        if self.random_opening_moves < 0:
+            raise ValueError("random_opening_moves must be >= 0")
+        self._opening_rng = np.random.default_rng(config.get("seed"))
+        self._np_random: np.random.Generator | None = None
+        self._state: Any = None
+        self._pending = [0.0] * len(self.possible_agents)
+        self._decisions = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        from gymnasium.utils import seeding
+
+        self._np_random, _ = seeding.np_random(seed)
+        if seed is not None:
+            self._opening_rng = np.random.default_rng(seed)
+        moves = int(self._opening_rng.integers(self.random_opening_moves + 1))
+        self._new_game()
+        for _ in range(moves):
+            legal = self._state.legal_actions()
+            self._apply(int(self._opening_rng.choice(np.asarray(legal))))
+            if self._state.is_terminal() or self._decisions > self._max_decisions:
+                self._new_game()  # never start a finished game
+                break
+        seat = self._state.current_player()
+        observation, _ = self._observe(seat)
+        return {self.possible_agents[seat]: observation}, {}
+
+    def step(self, action: dict[str, Any]):
+        seat = self._state.current_player()
+        self._apply(int(action[self.possible_agents[seat]]))
+        truncated = self._decisions > self._max_decisions
+        obs_d: dict[str, Any] = {}
+        rew_d: dict[str, float] = {}
+        terminated_d: dict[str, bool] = {}
+        truncated_d: dict[str, bool] = {}
+        info_d: dict[str, Any] = {}
+        terminal = self._state.is_terminal()
+        over = terminal or truncated
+        # Mid-game the seat to move; at the end every seat, in seat order.
+        seats = range(len(self.possible_agents)) if over else [self._state.current_player()]
+        for index in seats:
+            agent = self.possible_agents[index]
+            obs_d[agent], info_d[agent] = self._observe(index, terminal)
+            rew_d[agent] = self._pending[index]
+            terminated_d[agent] = terminal
+            truncated_d[agent] = truncated
+        terminated_d["__all__"] = over and all(terminated_d.values())
+        truncated_d["__all__"] = over and all(truncated_d.values())
+        return obs_d, rew_d, terminated_d, truncated_d, info_d
+
+    def _new_game(self) -> None:
+        self._state = self._spiel.new_initial_state()
+        self._pending = [0.0] * len(self.possible_agents)
+        self._decisions = 0
+        self._play_chance()
+
+    def _apply(self, action: int) -> None:
+        self._pending[self._state.current_player()] = 0.0  # AEC: cleared as the seat moves
+        self._state.apply_action(action)
+        self._decisions += 1
+        self._play_chance()
+        for index, reward in enumerate(self._state.rewards()):
+            self._pending[index] += reward
+
+    def _play_chance(self) -> None:
+        while self._state.is_chance_node():
+            actions, probs = zip(*self._state.chance_outcomes(), strict=True)
+            self._state.apply_action(int(self._np_random.choice(actions, p=probs)))
+
+    def _observe(self, seat: int, terminal: bool = False) -> tuple[Any, dict[str, Any]]:
+        """The seat's masked observation and its info (the mask, as shimmy's); at the
+        end, zeros and an empty mask (`envs.openspiel.InformationStateObservations`)."""
+        mask = np.zeros(self._num_actions, np.int8)
+        if terminal:
+            tensor = np.zeros(
+                self._adapters[self.possible_agents[seat]].raw_space.shape, np.float32
+            )
+        else:
+            mask[self._state.legal_actions(seat)] = 1
+            tensor = observation_for(self._spiel, self._state, seat)
+        info = {"action_mask": mask}
+        return self._adapters[self.possible_agents[seat]](tensor, info), info
+
+
 class SimultaneousGameEnv(ParallelPettingZooEnv):
     """A simultaneous-move (Parallel API) game; `config["game"]` is its game id."""
 
@@ -92,12 +214,16 @@ class SimultaneousGameEnv(ParallelPettingZooEnv):
         self.game = game.name
 
 
-def rllib_env_class(game_name: str) -> type[PettingZooEnv | ParallelPettingZooEnv]:
-    """The MultiAgentEnv class to give RLlib (with `env_config={"game": name}`)."""
+def rllib_env_class(game_name: str) -> type[MultiAgentEnv]:
+    """The MultiAgentEnv class to give RLlib (with `env_config={"game": name}`):
+    OpenSpiel games on pyspiel directly, other turn-based games through RLlib's
+    PettingZoo wrapper, simultaneous-move games through its Parallel one."""
     game = get_game(game_name)
-    return TurnBasedGameEnv if game.kind == "turn_based" else SimultaneousGameEnv
+    if game.kind != "turn_based":
+        return SimultaneousGameEnv
+    return OpenSpielGameEnv if game.openspiel is not None else TurnBasedGameEnv
 
 
-def make_rllib_env(game_name: str) -> PettingZooEnv | ParallelPettingZooEnv:
+def make_rllib_env(game_name: str) -> MultiAgentEnv:
     """A ready MultiAgentEnv for one game (tests, evaluation, space lookups)."""
     return rllib_env_class(game_name)({"game": game_name})

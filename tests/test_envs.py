@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from pettingzoo.test import api_test, parallel_api_test
 
-from envs.adapters import SimultaneousGameEnv, TurnBasedGameEnv, make_rllib_env, rllib_env_class
+from envs.adapters import (
+    OpenSpielGameEnv,
+    SimultaneousGameEnv,
+    TurnBasedGameEnv,
+    make_rllib_env,
+    rllib_env_class,
+)
 from envs.registry import REGISTRY_NAMES, UnknownGameError, game_layout, game_spaces, get_game
 
 
@@ -36,6 +42,7 @@ def test_every_game_has_masked_dict_observations():
 
 def test_env_class_matches_game_kind():
     assert rllib_env_class("tictactoe") is TurnBasedGameEnv
+    assert rllib_env_class("kuhn_poker") is OpenSpielGameEnv
     assert rllib_env_class("rps") is SimultaneousGameEnv
     with pytest.raises(ValueError):
         TurnBasedGameEnv({"game": "rps"})
@@ -124,9 +131,7 @@ def _same(a, b) -> bool:
     return bool(np.array_equal(np.asarray(a), np.asarray(b)))
 
 
-@pytest.mark.parametrize(
-    "name", ["tictactoe", "connect_four", "kuhn_poker", "leduc_poker", "leduc_holdem"]
-)
+@pytest.mark.parametrize("name", ["tictactoe", "connect_four", "leduc_holdem"])
 def test_turn_based_step_matches_rllibs_pettingzoo_env(name):
     """`TurnBasedGameEnv.step` reads state from the unwrapped game for speed; it must
     return exactly what RLlib's `PettingZooEnv.step` returns, move for move."""
@@ -152,6 +157,45 @@ def test_turn_based_step_matches_rllibs_pettingzoo_env(name):
             if not done:
                 obs = {a: o for a, o in obs.items() if not (result[2][a] or result[3][a])}
     assert steps > 30
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kuhn_poker",
+        "leduc_poker",
+        "kuhn_poker_3p",
+        "leduc_poker_3p",
+        "tiny_bridge_4p",
+        "openspiel:goofspiel(num_cards=4)",
+        "openspiel:tic_tac_toe",
+    ],
+)
+def test_openspiel_env_matches_the_pettingzoo_path(name):
+    """`OpenSpielGameEnv` plays pyspiel directly; for the same seeds and moves it returns
+    exactly what `TurnBasedGameEnv` over shimmy's env returns, step for step: every
+    seat's observation, mask, reward (AEC timing: paid when next observed), flags."""
+    assert rllib_env_class(name) is OpenSpielGameEnv
+    ours, theirs = OpenSpielGameEnv({"game": name}), TurnBasedGameEnv({"game": name})
+    assert ours.observation_spaces == theirs.observation_spaces
+    assert ours.action_spaces == theirs.action_spaces
+    rng = np.random.default_rng(0)
+    steps, returns = 0, 0.0
+    for game in range(40):
+        obs, _ = ours.reset(seed=game)
+        assert _same(obs, theirs.reset(seed=game)[0])
+        done = False
+        while not done:
+            agent = next(iter(obs))
+            action = {agent: int(rng.choice(np.flatnonzero(obs[agent]["action_mask"])))}
+            result, expected = ours.step(action), theirs.step(action)
+            for got, want in zip(result, expected, strict=True):
+                assert _same(got, want), (name, game, steps, got, want)
+                assert list(got) == list(want)  # seats in the same order
+            obs, done = result[0], result[2]["__all__"] or result[3]["__all__"]
+            returns += sum(abs(r) for r in result[1].values())
+            steps += 1
+    assert steps > 40 and returns > 0  # games ended and paid something
 
 
 def test_an_illegal_move_still_meets_pettingzoos_checks():

@@ -92,7 +92,7 @@ def test_masks_in_info_are_honoured_on_leduc_poker():
         mask = obs[agent]["action_mask"]
         assert mask.any()
         action = int(rng.choice(np.flatnonzero(mask)))
-        obs, rewards, terminated, _, _ = env.step({agent: action})  # shimmy raises if illegal
+        obs, rewards, terminated, _, _ = env.step({agent: action})  # pyspiel raises if illegal
         steps += 1
         if terminated["__all__"]:
             assert sum(rewards.values()) == pytest.approx(0.0)  # zero-sum chips
