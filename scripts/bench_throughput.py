@@ -8,6 +8,8 @@ runner by default:
   (a) the game's PettingZoo env (with the league's observation adapter, which
       finds masks in `info` for OpenSpiel games), uniform random legal moves (every
       live agent's in a simultaneous-move game), no RLlib;
+  (a') OpenSpiel games: random legal play on pyspiel's own states (decisions only,
+      no observations or masks), the rate issue 41 holds sampling to;
   (b) plain RLlib PPO self-play as a careful user runs it: RLlib's PettingZooEnv
       (ParallelPettingZooEnv for simultaneous-move games) and MultiAgentEnvRunner,
       `num_envs_per_env_runner=8`, `episodes_to_numpy=False`, this project's
@@ -85,6 +87,27 @@ def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> floa
         legal = np.flatnonzero(obs["action_mask"])
         env.step(int(rng.choice(legal)))
         steps += 1
+    return steps / (time.perf_counter() - start)
+
+
+def raw_pyspiel_steps_per_s(game: str, seconds: float, seed: int = 0) -> float:
+    """Decisions/s of uniform random legal play on the OpenSpiel game itself (pyspiel's
+    states, chance outcomes by their probabilities): no observation, no mask."""
+    from envs.openspiel import load_openspiel_game
+
+    rng = np.random.default_rng(seed)
+    spiel = load_openspiel_game(get_game(game).openspiel)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        state = spiel.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                actions, probs = zip(*state.chance_outcomes(), strict=True)
+                state.apply_action(int(rng.choice(actions, p=probs)))
+            else:
+                legal = state.legal_actions()
+                state.apply_action(legal[int(rng.integers(len(legal)))])
+                steps += 1
     return steps / (time.perf_counter() - start)
 
 
@@ -341,6 +364,12 @@ def main() -> None:
     figures: dict[str, float] = {}
     raw = figures["a_raw"] = raw_pettingzoo_steps_per_s(ours.game_id, args.raw_seconds)
     print(f"(a) raw PettingZoo random legal play: {raw:9,.0f} env steps/s", flush=True)
+    raw_spiel = None
+    if get_game(ours.game_id).openspiel is not None:
+        raw_spiel = figures["a_raw_pyspiel"] = raw_pyspiel_steps_per_s(
+            ours.game_id, args.raw_seconds
+        )
+        print(f"(a') raw pyspiel random legal play:   {raw_spiel:9,.0f} env steps/s", flush=True)
     plain = plain_sampling = None
     if not args.skip_plain:
         algo = plain_rllib_config(ours.game_id, args.num_env_runners, ours).build_algo()
@@ -386,6 +415,8 @@ def main() -> None:
         print(f"(d) this project, league ({FULL_ACTIVE_SET} frozen):  {league}", flush=True)
     print(f"(e) sampling alone (self-play):       {sampling:9,.0f} env steps/s", flush=True)
     ratios = {"(e)/(a)": sampling / raw, "(c)/(a)": selfplay.rate / raw}
+    if raw_spiel is not None:
+        ratios["(e)/(a')"] = sampling / raw_spiel
     if league is not None:
         ratios["(d)/(c)"] = league.rate / selfplay.rate
     if plain is not None and plain_sampling is not None:
