@@ -5,6 +5,7 @@ nor torch until a name that needs them is used:
 
     from league import TrainConfig, train, load_policy
     train(TrainConfig(env="tictactoe", stop_minutes=5))  # with tictactoe's settings
+    train(TrainConfig(game={"env": "kuhn_poker"}, ppo={"lr": 1e-3}))  # by group
     policy = load_policy("runs/default/players/main_0")
 """
 
@@ -15,6 +16,13 @@ from typing import Any
 
 _EXPORTS: dict[str, str] = {
     "TrainConfig": "league.config",
+    "resolve_config": "league.config",
+    "GameSettings": "league.config_groups",
+    "RunSettings": "league.config_groups",
+    "ResourceSettings": "league.config_groups",
+    "PPOSettings": "league.config_groups",
+    "ModelSettings": "league.config_groups",
+    "EvaluationSettings": "league.config_groups",
     "LeagueConfig": "league.core.config",
     "League": "league.core.league",
     "MatchRecord": "league.core.match",

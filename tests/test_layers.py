@@ -17,7 +17,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("envs", "rlmodules", "league.core"),
     ("league.run",),
     ("league.snapshot", "league.store"),
-    ("league.config", "league.presets"),
+    ("league.config", "league.config_groups", "league.presets"),
     ("league.tools",),
     ("league.training",),
     ("league.cli", "league"),
