@@ -429,7 +429,7 @@ class PPOSettings:
             "PPO with remote env runners: the runners sample the next train batch while "
             "the learner trains on this one (each batch is played with weights one update "
             "older; PPO's ratio uses the log-probs it was played with). APPO always does; "
-            "--no-sample-ahead gives RLlib's PPO step unchanged."
+            "--no-ppo.sample-ahead gives RLlib's PPO step unchanged."
         ),
     )
     train_batch_size: int = field(default=4000, metadata=_help("Env steps per training iteration."))
