@@ -100,9 +100,9 @@ FLAT_NAMES: dict[str, str] = {
 with flat names are deprecated (one release), keyword arguments are a shorthand."""
 
 
-SHORT_NAMES = frozenset(
-    ("env", "env_kwargs", "teams", "preset", "mode", "run_dir", "seed", "store")
-    + ("stop_minutes", "stop_timesteps")
+SHORT_NAMES = (
+    *("env", "env_kwargs", "teams", "preset"),
+    *("mode", "run_dir", "seed", "store", "stop_minutes", "stop_timesteps"),
 )
 """Settings that name the run: a flat key or flag (`env:`, `--run-dir`) is their short
 form; every other flat name in a config file or a flag is deprecated (one release)."""

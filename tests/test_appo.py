@@ -202,7 +202,7 @@ def test_bad_combinations_are_refused_with_one_line(tmp_path):
     with pytest.raises(ConfigError, match="unknown algo"):
         TrainConfig(algo="impala")
     # PPO's minibatch limit does not apply to APPO, which has no minibatches.
-    assert TrainConfig(algo="appo", train_batch_size=100, minibatch_size=500).algo == "appo"
+    assert TrainConfig(algo="appo", train_batch_size=100, minibatch_size=500).ppo.algo == "appo"
     proc = subprocess.run(
         [sys.executable, "-m", "league.cli", "train", "--ppo.algo", "appo", "--model.shared-vf"]
         + ["--run-dir", str(tmp_path / "run")],

@@ -43,6 +43,6 @@ def test_a_setting_without_help_is_found() -> None:
 
 def test_configuration_page_lists_every_flag_with_its_default() -> None:
     page = configuration_page()
-    assert "| `lr` | `--lr` |" in page
+    assert "| `ppo.lr` | `--ppo.lr` |" in page
     assert "| `league.active_set_size` | `--league.active-set-size` |" in page
     assert "`league:` (flags `--league.FIELD`)" in page

@@ -78,7 +78,7 @@ def test_anneal_over_run_spans_the_step_budget_when_the_run_stops_by_steps():
 def test_leduc_schedules_span_the_run_by_default():
     cfg = TrainConfig.from_dict({"env": "leduc_poker"})
     assert cfg.ppo.anneal_over == "run" and cfg.ppo.lr_final is not None
-    assert TrainConfig.from_dict({"env": "tictactoe"}).anneal_over == "steps"
+    assert TrainConfig.from_dict({"env": "tictactoe"}).ppo.anneal_over == "steps"
 
 
 @pytest.mark.parametrize("value", ["0.5", 1.5, -0.1, True, None, float("nan")])

@@ -75,7 +75,7 @@ def test_league_records_every_sampled_game_once_with_sampling_ahead(ray_session,
 
 
 def test_sampling_ahead_is_the_default_and_appo_cannot_turn_it_off():
-    assert TrainConfig.from_dict({"env": "tictactoe"}).sample_ahead
-    assert TrainConfig.from_dict({"env": "tictactoe", "algo": "appo"}).sample_ahead
+    assert TrainConfig.from_dict({"env": "tictactoe"}).ppo.sample_ahead
+    assert TrainConfig.from_dict({"env": "tictactoe", "algo": "appo"}).ppo.sample_ahead
     with pytest.raises(ConfigError, match="sample_ahead off needs --ppo.algo ppo"):
         TrainConfig.from_dict({"env": "tictactoe", "algo": "appo", "sample_ahead": False})

@@ -131,7 +131,7 @@ def test_the_sqlite_file_stays_bounded(tmp_path: Path) -> None:
 def test_retention_is_a_checked_setting() -> None:
     from league.config import ConfigError, TrainConfig
 
-    assert TrainConfig.from_dict({"env": "tictactoe"}).store_retention == 10_000
+    assert TrainConfig.from_dict({"env": "tictactoe"}).run.store_retention == 10_000
     with pytest.raises(ConfigError, match="store_retention must be >= 0"):
         TrainConfig.from_dict({"env": "tictactoe", "store_retention": -1})
     with pytest.raises(ValueError, match="keep_matches"):
