@@ -477,9 +477,13 @@ def test_the_flag_extraction_sees_the_commands() -> None:
 
 def test_train_config_keys_named_in_deploy_exist() -> None:
     """Setting names in deploy/ (`num_gpus_per_learner`, ...) are TrainConfig fields."""
-    from league.config import TrainConfig
+    from league.config import GROUPS, TrainConfig
 
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    fields = {
+        f.name
+        for group in dataclasses.fields(TrainConfig)
+        for f in dataclasses.fields(GROUPS[group.name])
+    }
     named = set()
     for path in DEPLOY.rglob("*"):
         if path.is_file():

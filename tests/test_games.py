@@ -126,7 +126,7 @@ def test_import_path_game_trains_in_league_mode_and_exports(ray_session, tmp_pat
     progress = [json.loads(line) for line in (run / "progress.jsonl").read_text().splitlines()]
     assert len(progress) == 2 and progress[-1]["eval"]["random"]
     config = json.loads((run / "config.json").read_text())
-    assert config["env"] == NIM and config["env_kwargs"] == {"stones": 9}
+    assert config["game"]["env"] == NIM and config["game"]["env_kwargs"] == {"stones": 9}
     assert (
         main(["export", "--run-dir", str(run), "--player", "main_0", "--out", str(tmp_path / "x")])
         == 0

@@ -57,7 +57,7 @@ def test_config_json_never_holds_the_password(tmp_path: Path, capsys) -> None:
     prepare_run(cfg, resume=False, log=lines.append)
     stored = json.loads((run_dir / "config.json").read_text())
     assert SECRET not in json.dumps(stored)
-    assert stored["store"] == f"redis://:${{{PASSWORD_VARIABLE}}}@127.0.0.1:1/0"
+    assert stored["run"]["store"] == f"redis://:${{{PASSWORD_VARIABLE}}}@127.0.0.1:1/0"
     assert any(PASSWORD_VARIABLE in line for line in lines)
 
 

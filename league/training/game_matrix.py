@@ -91,7 +91,7 @@ def check_game(
     except ImportError as err:  # an extra package the game imports
         return _refused(reference, family, f"cannot import: No module named '{err.name}'")
     try:
-        model = TrainConfig.from_dict({"env": reference}, source=reference).model_config
+        model = TrainConfig.from_dict({"env": reference}, source=reference).model.network()
         shapes, encoders = [], []
         for side in layout.sides:
             obs_space, _ = game_spaces(reference, side)
