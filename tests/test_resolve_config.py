@@ -102,3 +102,24 @@ def test_a_resume_is_refused_before_anything_is_read_or_written(tmp_path):
         resolve_config({"run_dir": run_dir, "algo": "appo"}, resume=True)
     assert {p.name: p.read_bytes() for p in (tmp_path / "run").rglob("*.json")} == before
     assert json.loads((tmp_path / "run/config.json").read_text())["ppo"]["algo"] == "ppo"
+
+
+def test_a_run_stored_before_the_groups_resumes_with_its_settings(tmp_path):
+    """A config.json of the last release holds flat keys: `--resume` reads it as the
+    grouped settings it means (no note: the user did not write it), and the store URL
+    is found at either place."""
+    grouped = TrainConfig(env="kuhn_poker", seed=4, lr=0.002, store="sqlite", league={"elo_k": 9.0})
+    flat = {
+        key: value
+        for group, values in grouped.to_dict().items()
+        for key, value in ({"league": values}.items() if group == "league" else values.items())
+    }
+    run = RunDir(str(tmp_path / "old"))
+    run.checkpoints.mkdir(parents=True)
+    write_json_atomic(run.config_file, {**flat, "run_dir": str(run.path)})
+    write_json_atomic(run.latest_file, {"checkpoint": "c", "env_steps": 0, "iteration": 0})
+    notes: list[str] = []
+    args = build_parser().parse_args(["train", "--resume", "--run-dir", str(run.path)])
+    resumed = train_config_from_args(args, note=notes.append)
+    assert resumed == grouped.replace(run_dir=str(run.path)) and notes == []
+    assert run.stored_store_url() == "sqlite"
