@@ -68,15 +68,7 @@ def test_redis_at_maxmemory_refuses_a_commit_and_keeps_the_store(tmp_path: Path)
 def test_a_file_size_limit_mid_run_stops_training_and_resume_goes_on(tmp_path: Path) -> None:
     config = tiny_config(tmp_path / "tiny.yaml", run={"checkpoint_interval": 2})
     run_dir = tmp_path / "run"
-    base = [
-        "train",
-        "--run-dir",
-        str(run_dir),
-        "--config",
-        str(config),
-        "--resources.num-cpus",
-        "2",
-    ]
+    base = ["train", "--run-dir", str(run_dir), "--config", str(config)]
     env = own_ray_env()
     proc = subprocess.Popen(
         league_cmd(*base, "--stop-minutes", "10", "--no-run.dashboard"),

@@ -56,15 +56,7 @@ def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None
     # Snapshots retire between checkpoints: a resume must still find them.
     config = tiny_config(tmp_path / "tiny.yaml", league={"max_snapshots": 2})
     run_dir = tmp_path / "run"
-    base = [
-        "train",
-        "--run-dir",
-        str(run_dir),
-        "--config",
-        str(config),
-        "--resources.num-cpus",
-        "2",
-    ]
+    base = ["train", "--run-dir", str(run_dir), "--config", str(config)]
     base += list(flags)
     if store_url:
         base += ["--store", store_url]

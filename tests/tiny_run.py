@@ -13,7 +13,7 @@ from league.presets import merge_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_SETTINGS = {
-    "resources": {"num_env_runners": 0, "num_envs_per_env_runner": 2},
+    "resources": {"num_env_runners": 0, "num_envs_per_env_runner": 2, "num_cpus": 2},
     "ppo": {"train_batch_size": 300, "minibatch_size": 100, "num_epochs": 1},
     "model": {"hidden_sizes": [16]},
     "evaluation": {"eval_interval": 0},
