@@ -12,6 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils import seeding
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
@@ -128,8 +129,6 @@ class OpenSpielGameEnv(MultiAgentEnv):
         self._decisions = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        from gymnasium.utils import seeding
-
         self._np_random, _ = seeding.np_random(seed)
         if seed is not None:
             self._opening_rng = np.random.default_rng(seed)
@@ -190,16 +189,15 @@ class OpenSpielGameEnv(MultiAgentEnv):
     def _observe(self, seat: int, terminal: bool = False) -> tuple[Any, dict[str, Any]]:
         """The seat's masked observation and its info (the mask, as shimmy's); at the
         end, zeros and an empty mask (`envs.openspiel.InformationStateObservations`)."""
+        adapter = self._adapters[self.possible_agents[seat]]
         mask = np.zeros(self._num_actions, np.int8)
         if terminal:
-            tensor = np.zeros(
-                self._adapters[self.possible_agents[seat]].raw_space.shape, np.float32
-            )
+            tensor = np.zeros(adapter.raw_space.shape, np.float32)
         else:
             mask[self._state.legal_actions(seat)] = 1
             tensor = observation_for(self._spiel, self._state, seat)
         info = {"action_mask": mask}
-        return self._adapters[self.possible_agents[seat]](tensor, info), info
+        return adapter(tensor, info), info
 
 
 class SimultaneousGameEnv(ParallelPettingZooEnv):

@@ -136,10 +136,8 @@ def _as_mapping(group: Any) -> dict[str, Any]:
 
 
 def _build_group(name: str, cls: type, value: Any) -> Any:
-    """A group from its mapping (or the object itself); a bad key or value is one
-    ConfigError naming the group."""
-    if isinstance(value, cls):
-        return value
+    """A group from its mapping (`grouped` turned objects into mappings); a bad key or
+    value is one ConfigError naming the group."""
     if not isinstance(value, Mapping):
         raise ConfigError(f"{name} must be a mapping, got {short_repr(value)}")
     if cls is LeagueConfig:
@@ -399,11 +397,11 @@ def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(game, str) or not isinstance(kwargs, dict):
         return values  # GameSettings names the problem
     game, _ = canonical_game(game, kwargs)
-    defaults = grouped(game_settings(game))[0]
+    defaults = game_settings(game)  # presets.yaml is grouped (tests/test_presets.py)
     preset = game_group.get("preset")
     if isinstance(preset, str):
         try:
-            defaults = merge_settings(defaults, grouped(preset_settings(preset))[0])
+            defaults = merge_settings(defaults, preset_settings(preset))
         except PresetError as err:
             raise ConfigError(f"preset: {err}") from None
     return merge_settings(defaults, values)
