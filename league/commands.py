@@ -176,7 +176,7 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
     from league.run import RunDir
     from league.snapshot import SnapshotError, save_mixture
     from league.store import StoreError, open_store
-    from league.tools.least_exploitable import NotZeroSumError
+    from league.tools.least_exploitable import NotZeroSumError, TooManyHistoriesError
     from league.tools.mixtures import MixtureError, league_mixture
 
     if args.format != "snapshot":
@@ -197,7 +197,7 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
         cfg = TrainConfig.from_dict(run.load_config(), source="config.json")
     league_state = {k: v for k, v in state.items() if k != "driver"}
     league = League.from_state(cfg.league, league_state, cfg.layout)
-    with refuse(MixtureError, SnapshotError, NotZeroSumError):
+    with refuse(MixtureError, SnapshotError, NotZeroSumError, TooManyHistoriesError):
         mixture = league_mixture(
             run,
             league,

@@ -22,9 +22,11 @@ allows it:
   main's last `--late-snapshots` snapshots;
 - texas_holdem_4p: the league main's mean chips per hand against three copies of the
   self-play main (its seat rotating), with a 95% interval;
-- battle (two teams) and simple_tag (two sides: predators and prey): the league's team
-  against the self-play team head to head, per side (the league's team playing each
-  side in turn; both sampling);
+- battle (two teams): the league's team against the self-play team head to head, as
+  each team in turn (both sampling);
+- simple_tag (two sides: predators and prey): per side, the league's main and the
+  self-play main each play that side against the same opponents with the same game
+  seed (`paired_per_side`): the share of pairs the league's team return wins;
 - connect_four: the two mains head to head (both sampling, seats alternating), and
   an approximate exploitability of each: the win rate of a best response trained
   against it for `--probe-minutes` (`league probe`); and its tactics
@@ -62,6 +64,7 @@ from league.snapshot import load_policy
 from league.store import open_store
 from league.tools.evaluation import evaluate, play_game
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
+from league.tools.least_exploitable import MAX_HISTORIES as WEIGHABLE_HISTORIES
 from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
 from league.tools.openspiel_exploitability import game_tree_size, nash_conv
 from league.tools.results import append_result
@@ -175,7 +178,7 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
     elif n_player_openspiel(game):
         row["NashConv"] = nash_conv(game, policy)
         if run.store_file.is_file():
-            row |= mixtures(game, run, solvers=("alpharank",))
+            row |= mixtures(game, run, solvers=("alpharank", "least-exploitable"))
         row |= late_snapshots(game, run, args.late_snapshots)
     elif game == "connect_four":
         tactics = connect_four_tactics(policy, games=args.tactics_games, seed=3)
@@ -189,11 +192,17 @@ def mixtures(
 ) -> dict[str, float]:
     """The league's mixtures of its snapshots and players (`league export --mixture`):
     two players, the exact meta-game's Nash and the least-exploitable weights (their
-    exploitability); more players, alpha-rank over the league's payoffs (its NashConv)."""
+    exploitability); more players, alpha-rank over the league's payoffs and the least
+    NashConv a local search finds (their NashConv; the search only where the game's
+    tree is small enough)."""
     row: dict[str, float] = {}
     measure = nash_conv if n_player_openspiel(game) else openspiel_exploitability
     for solver in solvers:
         out = run.path / f"{solver}-mixture"
+        weighable = game_tree_size(game, WEIGHABLE_HISTORIES) is not None
+        if solver == "least-exploitable" and n_player_openspiel(game) and not weighable:
+            print(f"[{game}] no least-NashConv mixture: a tree past {WEIGHABLE_HISTORIES:,}")
+            continue
         if not out.is_dir():
             command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
             subprocess.run([*command, "--solver", solver, "--out", str(out)], check=True)
@@ -245,6 +254,47 @@ def team_head_to_head(
             tied = sum(1 for v in totals.values() if v == best)
             score += 0.0 if mine < best else 1.0 if tied == 1 else 0.5
         row[f"league as {team.name}"] = score / games
+    return row
+
+
+def paired_per_side(
+    game: str, league_run: RunDir, selfplay_run: RunDir, games: int
+) -> dict[str, float]:
+    """A game of sides (predators and prey) has no head to head between two players
+    of one side, and its team ranks say little (simple_tag's predators outscore the
+    prey in every game): per side, the league's main and the self-play main each play
+    that side against the same opponents (the other sides' mains of the league run and
+    of the self-play run, every other game), with the same game seed. Score: the
+    share of pairs in which the league's team return is the higher (ties 1/2)."""
+    layout = game_layout(game)
+    mains = {
+        name: {s: load_policy(run.player_dir(player_id(MAIN_ROLE, 0, s))) for s in layout.sides}
+        for name, run in (("league", league_run), ("selfplay", selfplay_run))
+    }
+    row: dict[str, float] = {}
+    for side in layout.sides:
+        own = layout.seats_of_side(side)
+        score, totals = 0.0, {"league": 0.0, "selfplay": 0.0}
+        for game_index in range(games):
+            opponents = mains["league" if game_index % 2 else "selfplay"]
+            pair = {}
+            for name in ("league", "selfplay"):
+                seats = {
+                    seat: (mains[name] if seat in own else opponents)[layout.side_of(seat)]
+                    for seat in layout.seats
+                }
+                rng = np.random.default_rng([7, game_index])  # the pair's game seed
+                returns = play_game(game, seats, rng, dict.fromkeys(seats, False))
+                pair[name] = sum(returns[seat] for seat in own)
+                totals[name] += pair[name]
+            score += (
+                1.0
+                if pair["league"] > pair["selfplay"]
+                else 0.5 * (pair["league"] == pair["selfplay"])
+            )
+        row[f"league as {side} (paired)"] = score / games
+        row[f"{side} return, league"] = totals["league"] / games
+        row[f"{side} return, selfplay"] = totals["selfplay"] / games
     return row
 
 
@@ -302,14 +352,16 @@ def pair_rows(
     game: str, runs: dict[tuple[str, int | None], RunDir], seeds: list[int | None], games: int
 ) -> list[Row]:
     """Per seed, the league's mains against the self-play mains trained as long: team
-    games and sides head to head per team, texas_holdem_4p by chips per hand."""
+    games head to head per team, sides paired per side, texas_holdem_4p by chips per hand."""
     rows: list[Row] = []
     for seed in seeds:
         league, selfplay = runs[("league", seed)], runs[("selfplay", seed)]
         label = f"league vs selfplay{'' if seed is None else f' seed {seed}'}"
         if game == "texas_holdem_4p":
             rows.append((game, label, 0, 0, chips_against_selfplay(game, league, selfplay, games)))
-        elif game_layout(game).multi_side or game == "battle":
+        elif game_layout(game).multi_side:
+            rows.append((game, label, 0, 0, paired_per_side(game, league, selfplay, games)))
+        elif game == "battle":
             rows.append((game, label, 0, 0, team_head_to_head(game, league, selfplay, games)))
     return rows
 

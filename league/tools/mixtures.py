@@ -6,13 +6,16 @@ Solvers, over which meta-game:
   the maximin mixture; for games of two teams only (`league.core.meta`).
 - ``nash`` on the exact meta-game (OpenSpiel two-player games): every pair of
   members' expected returns by OpenSpiel, then maximin (PSRO's restricted Nash).
-- ``least-exploitable`` (OpenSpiel two-player zero-sum games): weights minimising
-  the mixture's exact exploitability (`league.tools.least_exploitable`).
+- ``least-exploitable`` (OpenSpiel games): weights minimising the mixture's exact
+  exploitability (two-player zero-sum games: the minimum, by linear programming),
+  or its NashConv with more players (a local search that keeps the best exact
+  figure it meets; `league.tools.least_exploitable`).
 - ``alpharank`` on the league's payoff table: alpha-rank's stationary distribution,
   per side; defined for any number of seats, teams and sides, and not a Nash
   equilibrium (it ranks members by how evolution under selection visits them).
 
-`auto` picks least-exploitable where it applies, else Nash where the game has two
+`auto` picks least-exploitable where it applies (for more players: where the game's
+tree is small enough to weigh every member on it), else Nash where the game has two
 teams, else alpha-rank. In a game of several sides a mixture is one side's (`side`).
 """
 
@@ -71,7 +74,7 @@ def league_mixture(
     spiel = get_game(game).openspiel
     two_player = layout.two_player
     if solver == "auto":
-        if spiel and two_player and payoff == "auto":
+        if spiel and payoff == "auto" and (two_player or _weighable(game)):
             solver = "least-exploitable"
         else:
             solver = "nash" if len(layout.teams) == 2 else "alpharank"
@@ -81,14 +84,23 @@ def league_mixture(
     if not snapshots:
         raise MixtureError(f"the league holds no snapshots of side {side!r}")
     if solver in ("least-exploitable",) or payoff == "exact":
-        if not (spiel and two_player):
+        if not spiel:
             raise MixtureError(
-                f"{solver if solver == 'least-exploitable' else 'exact payoffs'} needs a "
-                f"two-player OpenSpiel game; {game} is not (use --solver alpharank or "
-                "--payoff league)"
+                f"{solver if solver == 'least-exploitable' else 'exact payoffs'} needs an "
+                f"OpenSpiel game; {game} is not (use --solver alpharank or --payoff league)"
+            )
+        if payoff == "exact" and not two_player:
+            raise MixtureError(
+                f"exact payoffs need a two-player game; {game} has {len(layout.seats)} "
+                "seats (use --solver least-exploitable or alpharank)"
             )
         players = [p for p in league.players if side_of(p) == side]
         policies = league_policies(run, snapshots, players)
+        if solver == "least-exploitable" and not two_player:
+            weights = least_nash_conv_mixture(game, policies, log)
+            return SolvedMixture(
+                {m: policies[m] for m in weights}, weights, "least-NashConv mixture (local search)"
+            )
         if solver == "least-exploitable":
             weights = least_exploitable_mixture(game, policies, log)
             return SolvedMixture(
@@ -135,6 +147,34 @@ def least_exploitable_mixture(
     log(
         f"  least exploitable: {result.exploitability:.4f} (no mixture of these members "
         f"below {result.lower_bound:.4f}; {result.rounds} rounds)"
+    )
+    return {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
+
+
+def _weighable(game: str) -> bool:
+    """Whether the game's tree is small enough for `least_nash_conv_mixture`."""
+    from league.tools.least_exploitable import MAX_HISTORIES
+    from league.tools.openspiel_exploitability import game_tree_size
+
+    return game_tree_size(game, MAX_HISTORIES) is not None
+
+
+def least_nash_conv_mixture(
+    game: str, policies: Mapping[str, Any], log: Callable[[str], None]
+) -> dict[str, float]:
+    """Weights over the policies of an OpenSpiel game of more than two players whose
+    mixture (every seat drawing a member) has the least NashConv a local search finds
+    (league.tools.least_exploitable.least_nash_conv_weights)."""
+    from league.tools.least_exploitable import least_nash_conv_weights
+    from league.tools.openspiel_exploitability import openspiel_game, tabular_policy
+
+    spiel_game = openspiel_game(game)
+    log(f"weighing {len(policies)} policies against exact best responses on {game}")
+    tables = [tabular_policy(spiel_game, policy) for policy in policies.values()]
+    result = least_nash_conv_weights(spiel_game, tables, progress=log)
+    log(
+        f"  least NashConv: {result.nash_conv:.4f} (uniform weights {result.uniform_nash_conv:.4f}; "
+        f"{result.rounds} rounds)"
     )
     return {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
 
