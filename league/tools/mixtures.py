@@ -96,16 +96,14 @@ def league_mixture(
             )
         players = [p for p in league.players if side_of(p) == side]
         policies = league_policies(run, snapshots, players)
-        if solver == "least-exploitable" and not two_player:
-            weights = least_nash_conv_mixture(game, policies, log)
-            return SolvedMixture(
-                {m: policies[m] for m in weights}, weights, "least-NashConv mixture (local search)"
-            )
         if solver == "least-exploitable":
             weights = least_exploitable_mixture(game, policies, log)
-            return SolvedMixture(
-                {m: policies[m] for m in weights}, weights, "least-exploitable mixture"
+            what = (
+                "least-exploitable mixture"
+                if two_player
+                else "least-NashConv mixture (local search)"
             )
+            return SolvedMixture({m: policies[m] for m in weights}, weights, what)
         weights = exact_nash_mixture(game, policies, log)
         return SolvedMixture(
             {m: policies[m] for m in weights}, weights, "Nash mixture (exact payoffs)"
@@ -135,48 +133,39 @@ def league_policies(run: RunDir, snapshots: list[str], players: list[str]) -> di
 def least_exploitable_mixture(
     game: str, policies: Mapping[str, Any], log: Callable[[str], None]
 ) -> dict[str, float]:
-    """Weights over the policies of a two-player zero-sum OpenSpiel game that minimise
-    the mixture's exact exploitability (league.tools.least_exploitable)."""
-    from league.tools.least_exploitable import least_exploitable_weights
+    """Weights over the policies of an OpenSpiel game (league.tools.least_exploitable):
+    with two players (zero-sum), those that minimise the mixture's exact
+    exploitability; with more, the least NashConv of every seat drawing a member that
+    a local search finds."""
+    from league.tools import least_exploitable as solve
     from league.tools.openspiel_exploitability import openspiel_game, tabular_policy
 
     spiel_game = openspiel_game(game)
     log(f"weighing {len(policies)} policies against exact best responses on {game}")
     tables = [tabular_policy(spiel_game, policy) for policy in policies.values()]
-    result = least_exploitable_weights(spiel_game, tables, progress=log)
-    log(
-        f"  least exploitable: {result.exploitability:.4f} (no mixture of these members "
-        f"below {result.lower_bound:.4f}; {result.rounds} rounds)"
-    )
+    if spiel_game.num_players() == 2:
+        result = solve.least_exploitable_weights(spiel_game, tables, progress=log)
+        found = (
+            f"least exploitable: {result.exploitability:.4f} (no mixture of these members "
+            f"below {result.lower_bound:.4f}"
+        )
+    else:
+        result = solve.least_nash_conv_weights(spiel_game, tables, progress=log)
+        found = (
+            f"least NashConv: {result.nash_conv:.4f} (uniform weights "
+            f"{result.uniform_nash_conv:.4f}"
+        )
+    log(f"  {found}; {result.rounds} rounds)")
     return {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
 
 
 def _weighable(game: str) -> bool:
-    """Whether the game's tree is small enough for `least_nash_conv_mixture`."""
+    """Whether the game's tree is small enough to weigh every member on it (more
+    players than two: `least_nash_conv_weights`)."""
     from league.tools.least_exploitable import MAX_HISTORIES
     from league.tools.openspiel_exploitability import game_tree_size
 
     return game_tree_size(game, MAX_HISTORIES) is not None
-
-
-def least_nash_conv_mixture(
-    game: str, policies: Mapping[str, Any], log: Callable[[str], None]
-) -> dict[str, float]:
-    """Weights over the policies of an OpenSpiel game of more than two players whose
-    mixture (every seat drawing a member) has the least NashConv a local search finds
-    (league.tools.least_exploitable.least_nash_conv_weights)."""
-    from league.tools.least_exploitable import least_nash_conv_weights
-    from league.tools.openspiel_exploitability import openspiel_game, tabular_policy
-
-    spiel_game = openspiel_game(game)
-    log(f"weighing {len(policies)} policies against exact best responses on {game}")
-    tables = [tabular_policy(spiel_game, policy) for policy in policies.values()]
-    result = least_nash_conv_weights(spiel_game, tables, progress=log)
-    log(
-        f"  least NashConv: {result.nash_conv:.4f} (uniform weights {result.uniform_nash_conv:.4f}; "
-        f"{result.rounds} rounds)"
-    )
-    return {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
 
 
 def exact_nash_mixture(
