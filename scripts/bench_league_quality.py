@@ -199,8 +199,11 @@ def mixtures(
     measure = nash_conv if n_player_openspiel(game) else openspiel_exploitability
     for solver in solvers:
         out = run.path / f"{solver}-mixture"
-        weighable = game_tree_size(game, WEIGHABLE_HISTORIES) is not None
-        if solver == "least-exploitable" and n_player_openspiel(game) and not weighable:
+        if (
+            solver == "least-exploitable"
+            and n_player_openspiel(game)
+            and game_tree_size(game, WEIGHABLE_HISTORIES) is None
+        ):
             print(f"[{game}] no least-NashConv mixture: a tree past {WEIGHABLE_HISTORIES:,}")
             continue
         if not out.is_dir():
