@@ -52,14 +52,16 @@ from typing import Any
 
 import numpy as np
 import ray
+import torch
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.core import ALL_MODULES
+from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 from ray.rllib.utils.metrics import NUM_MODULE_STEPS_TRAINED
 from ray.tune.registry import register_env
 
-from envs.registry import game_spaces, get_game
+from envs.registry import game_layout, game_spaces, get_game
 from league.config import TrainConfig
 from league.core.ids import is_reference_id, side_of
 from league.tools.results import append_result
@@ -68,6 +70,7 @@ from league.training.driver import LeagueDriver
 from rlmodules.masked_policy import masked_policy_spec
 
 FULL_ACTIVE_SET = 8
+PLAIN_NUM_ENVS = 8  # plain RLlib's vector copies per runner in (b), (b')
 
 
 def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> float:
@@ -143,7 +146,9 @@ def plain_rllib_config(game: str, num_env_runners: int, hparams: TrainConfig) ->
         PPOConfig()
         .environment("bench_game")
         .env_runners(
-            num_env_runners=num_env_runners, num_envs_per_env_runner=8, episodes_to_numpy=False
+            num_env_runners=num_env_runners,
+            num_envs_per_env_runner=PLAIN_NUM_ENVS,
+            episodes_to_numpy=False,
         )
         .multi_agent(policies=set(mapping.main_of.values()), policy_mapping_fn=mapping)
         .rl_module(
@@ -225,23 +230,57 @@ def _learner_seconds(result: dict[str, Any], iteration_s: float) -> float:
     return iteration_s * float(learner) / float(step)
 
 
-def sampling_only(algo: Any, batches: int) -> float:
-    """Env steps/s of the env runner's `sample()` alone, timed inside the runner."""
+def sampling_only(algo: Any, batches: int) -> tuple[float, float]:
+    """Env steps/s of the env runner's `sample()` alone, timed inside the runner, and
+    the moves made per env step (agent steps / env steps)."""
 
-    def timed(runner: Any) -> tuple[int, float]:
+    def value(stat: Any) -> int:
+        return int(stat.peek() if hasattr(stat, "peek") else stat)
+
+    def timed(runner: Any) -> tuple[int, int, float]:
         runner.sample()
         runner.get_metrics()
-        steps, start = 0, time.perf_counter()
+        steps, moves, start = 0, 0, time.perf_counter()
         for _ in range(batches):
             runner.sample()
-            played = runner.get_metrics()["num_env_steps_sampled"]
-            steps += int(played.peek() if hasattr(played, "peek") else played)
-        return steps, time.perf_counter() - start
+            metrics = runner.get_metrics()
+            steps += value(metrics["num_env_steps_sampled"])
+            moves += sum(value(v) for v in metrics["num_agent_steps_sampled"].values())
+        return steps, moves, time.perf_counter() - start
 
     results = algo.env_runner_group.foreach_env_runner(timed, local_env_runner=False)
     if not results:  # no remote runners: the local one samples
         results = [timed(algo.env_runner)]
-    return sum(s for s, _ in results) / max(t for _, t in results)
+    steps = sum(s for s, _, _ in results)
+    return steps / max(t for _, _, t in results), sum(m for _, m, _ in results) / steps
+
+
+def forward_seconds_per_row(game: str, hparams: TrainConfig, rows: int, repeats: int = 10) -> float:
+    """Seconds per observation of one exploring forward pass of the players' network
+    over `rows` observations at once, on one thread (as a remote env runner runs it).
+    A runner can be no faster than this: it is the network's own cost."""
+    obs_space, action_space = game_spaces(game)
+    module = masked_policy_spec(
+        obs_space, action_space, model_config=hparams.model.network()
+    ).build()
+    samples = [obs_space.sample() for _ in range(rows)]
+    batch = {
+        Columns.OBS: {
+            key: torch.from_numpy(np.stack([sample[key] for sample in samples]))
+            for key in samples[0]
+        }
+    }
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            module.forward_exploration(batch)  # warm-up
+            start = time.perf_counter()
+            for _ in range(repeats):
+                module.forward_exploration(batch)
+            return (time.perf_counter() - start) / repeats / rows
+    finally:
+        torch.set_num_threads(threads)
 
 
 def league_training(cfg: TrainConfig, iterations: int) -> Timing:
@@ -376,7 +415,7 @@ def main() -> None:
         try:
             plain = time_training(algo, args.iterations)
             print(f"(b) plain RLlib PPO, tuned:           {plain}", flush=True)
-            plain_sampling = sampling_only(algo, args.iterations)
+            plain_sampling, _ = sampling_only(algo, args.iterations)
             print(f"(b') plain RLlib sampling alone:      {plain_sampling:9,.0f} env steps/s")
         finally:
             algo.stop()
@@ -385,7 +424,7 @@ def main() -> None:
     try:
         selfplay = time_training(algo, args.iterations)
         print(f"(c) this project, self-play:          {selfplay}", flush=True)
-        sampling = sampling_only(algo, args.iterations)
+        sampling, moves_per_step = sampling_only(algo, args.iterations)
     finally:
         algo.stop()
     figures["c_selfplay"] = selfplay.rate
@@ -429,6 +468,22 @@ def main() -> None:
             f"ours ({runner}) / plain RLlib MultiAgentEnvRunner, same network: "
             f"training {training_ratio:.2f}x, sampling alone {sampling_ratio:.2f}x"
         )
+    layout = game_layout(ours.game_id)
+    if get_game(ours.game_id).kind == "simultaneous" and len(layout.sides) == 1:
+        # Many agents act per step: the network's own cost bounds any runner. Forward
+        # cost per observation at ours' batch (every live seat of every copy) and at
+        # plain RLlib's (every seat of its 8 vector copies); one side: one network.
+        seats = len(layout.seats)
+        ours_rows = ours.resources.num_envs_per_env_runner * seats
+        for label, rows in (("ours", ours_rows), ("plain", PLAIN_NUM_ENVS * seats)):
+            seconds = forward_seconds_per_row(ours.game_id, ours, rows)
+            figures[f"forward_us_per_row_{label}"] = seconds * 1e6
+            print(f"forward pass, batch of {rows:4}: {seconds * 1e6:7.1f} us per observation")
+        if plain_sampling is not None:
+            # Ours can gain on plain RLlib's time per env step only down to its own
+            # forward passes (the moves of a step) plus the game's step.
+            floor = figures["forward_us_per_row_ours"] * 1e-6 * moves_per_step + 1 / raw
+            ratios["bound (e)/(b')"] = (1 / plain_sampling) / floor
     print("ratios: " + "   ".join(f"{name} = {value:.2f}" for name, value in ratios.items()))
     ray.shutdown()
     load_after = os.getloadavg()[0]
