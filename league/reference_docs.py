@@ -132,7 +132,9 @@ scripts wrote result files were transcribed from the README's tables into
   same wall-clock, `league train --env GAME` defaults, measured exactly where the game
   allows (exploitability, NashConv for more than two players, head to head).
 - `scripts/bench_throughput.py`: env steps per second of raw play, plain RLlib, this
-  project's self-play and league, and sampling alone, as ratios from one run.
+  project's self-play and league, and sampling alone, as ratios from one run; on
+  simultaneous-move games of one side also the network's forward cost per observation
+  and the bound it puts on sampling's ratio to plain RLlib.
 - `scripts/bench_league_scale.py`: memory and iteration time at league sizes 10-1000.
 - `scripts/bench_algos.py`: APPO against PPO at equal wall-clock.
 - `scripts/soak.py`: hours of training, sampled once a minute: memory, descriptors,

@@ -21,6 +21,10 @@ runner by default:
       seated by the matchmaking plan), league step included in each iteration;
   (e) sampling alone: the env runner's `sample()` of one train batch, no learner
       update, timed inside the runner actor.
+  (f) simultaneous-move games of one side (battle): one exploring forward pass of
+      the network per observation, at ours' batch and at (b)'s, on one thread; no
+      runner samples faster than its forward passes plus the game's own step, so
+      `bound (e)/(b')` is the most any runner could gain on (b') with this network.
 
 Training throughput = env steps sampled / wall time of the timed iterations (after
 one warm-up iteration), learner updates included. The learner's share of an
