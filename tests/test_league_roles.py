@@ -106,6 +106,7 @@ def test_config_dict_round_trip() -> None:
         ("active_set_hysteresis", -0.5),
         ("elo_k", 0.0),
         ("elo_scale", "400"),
+        ("cross_side_outcome", "rank"),
     ],
 )
 def test_config_rejects_bad_values_naming_the_field(field: str, value: object) -> None:

@@ -13,7 +13,13 @@ import pytest
 from league.core.config import LeagueConfig
 from league.core.ids import parse_module_id, player_id, side_of, snapshot_id
 from league.core.league import League
-from league.core.match import MatchRecord, pairwise_scores, team_ranks, team_standings
+from league.core.match import (
+    MatchRecord,
+    pairwise_scores,
+    ranked_within_sides,
+    team_ranks,
+    team_standings,
+)
 from league.core.matchmaking import build_plan, next_plan
 from league.core.meta import check_solver, meta_weights
 from league.core.payoff import PayoffTable
@@ -165,6 +171,70 @@ def test_free_for_all_pairs_and_standings() -> None:
     # main_0 in two seats: one win and one tie against the snapshot, never against itself.
     assert pairwise_scores(record) == [("main_0", "main_0@2", 1.0), ("main_0", "main_0@2", 0.5)]
     assert dict(team_standings(record)) == {"main_0": 0.5, "main_0@2": 1.0}
+
+
+TAG_LAYOUT = SeatLayout.from_game(
+    list(PREDATOR_PREY), PREDATOR_PREY, {"predators": ["adversary_*"], "prey": ["agent_0"]}
+)
+TAG_SIDES = {seat: TAG_LAYOUT.side_of(seat) for seat in TAG_LAYOUT.seats}
+
+
+def tag_match(episode: str, predator: str, prey: str, catches: int) -> MatchRecord:
+    """A simple_tag-like match: predators score 10 a catch each, the prey -10 a catch
+    and -1 for running off the map, so predators outscore the prey every game."""
+    returns = {seat: 10.0 * catches for seat in PREDATOR_PREY if seat != "agent_0"}
+    return MatchRecord.from_returns(
+        episode,
+        {seat: predator if seat in returns else prey for seat in PREDATOR_PREY},
+        {**returns, "agent_0": -10.0 * catches - 1},
+        25,
+        0,
+        teams={seat: TAG_LAYOUT.team_of(seat).name for seat in PREDATOR_PREY},
+    )
+
+
+def test_cross_side_matches_rank_within_each_side() -> None:
+    matches = [
+        tag_match(f"t{i}", "adversary.main_0", "agent.main_0", catches)
+        for i, catches in enumerate([1, 2, 3, 4])
+    ]
+    # Raw team returns: the predators win every match, however few catches they make.
+    assert all(m.outcomes["adversary_0"] == "win" for m in matches)
+    ranked = ranked_within_sides(matches, TAG_SIDES)
+    # Within sides: few catches is a good game for the prey, many a good one for the
+    # predators; the returns are kept as played.
+    assert [m.outcomes["agent_0"] for m in ranked] == ["win", "win", "loss", "loss"]
+    assert [m.outcomes["adversary_1"] for m in ranked] == ["loss", "loss", "win", "win"]
+    assert [m.returns for m in ranked] == [m.returns for m in matches]
+    assert [m.episode_id for m in ranked] == [m.episode_id for m in matches]
+    # One match of a side is no scale: kept as ranked by returns.
+    assert ranked_within_sides(matches[:1], TAG_SIDES) == matches[:1]
+    # Every team of one side (a one-side game): nothing to re-rank.
+    assert ranked_within_sides(matches, dict.fromkeys(TAG_SIDES, "")) == matches
+
+
+def test_within_side_outcomes_give_pfsp_graded_win_rates() -> None:
+    """With cross-side ranks by raw return the prey loses to every predator, so PFSP
+    cannot tell a strong predator from a weak one; within sides it can."""
+    leagues = {}
+    for outcome in ("return", "within_side"):
+        league = League(cfg(cross_side_outcome=outcome), TAG_LAYOUT)
+        strong = league.take_snapshot("adversary.main_0", iteration=1)
+        weak = league.take_snapshot("adversary.main_0", iteration=2)
+        # The prey is caught 3-6 times by the strong predators, 0-2 times by the weak.
+        matches = [
+            tag_match(f"p{i}", strong, "agent.main_0", 3 + i % 4)
+            if i % 2
+            else tag_match(f"p{i}", weak, "agent.main_0", i % 3)
+            for i in range(40)
+        ]
+        if outcome == "within_side":
+            matches = ranked_within_sides(matches, TAG_SIDES)
+        league.record(matches)
+        leagues[outcome] = [league.payoff.win_rate("agent.main_0", s) for s in (strong, weak)]
+    assert leagues["return"] == [0.0, 0.0]
+    against_strong, against_weak = leagues["within_side"]
+    assert against_strong < 0.5 < against_weak
 
 
 # ---- skill ratings -----------------------------------------------------------------

@@ -40,7 +40,8 @@ def nseat_run(request, ray_session, tmp_path_factory):
             "eval_games": 2,
             "checkpoint_interval": 3,
             "dashboard": False,
-            "league": {"snapshot_step_budget": 150},
+            # simple_tag: cross-side matches ranked within sides (one side elsewhere).
+            "league": {"snapshot_step_budget": 150, "cross_side_outcome": "within_side"},
         }
     )
     summary = train(cfg, log=lambda _line: None)
@@ -70,6 +71,11 @@ def test_match_records_equal_episodes_and_fill_every_team(nseat_run):
         assert any(side_of(m) == side for match in matches for m in match.modules.values())
     assert records[-1].league is not None and records[-1].league.size >= len(layout.sides)
     assert records[-1].eval is not None
+    if layout.multi_side:
+        # Ranked by raw return simple_tag's prey never wins (the predators never score
+        # below 0, the prey never above); ranked within sides it wins its good games.
+        prey_won = [m for m in matches if m.outcomes["agent_0"] == "win"]
+        assert prey_won and all(m.returns["agent_0"] <= 0 for m in prey_won)
 
 
 def test_ratings_follow_the_game(nseat_run):

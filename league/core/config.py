@@ -25,6 +25,7 @@ from league.core.pfsp import WEIGHTINGS
 from league.core.ratings import RATING_KINDS
 
 OPPONENT_SAMPLINGS = ("pfsp", "nash", "alpharank")
+CROSS_SIDE_OUTCOMES = ("return", "within_side")
 
 
 def field_help(text: str, choices: Iterable[str] = (), noun: str = "") -> dict[str, Any]:
@@ -301,6 +302,18 @@ class LeagueConfig:
             choices=RATING_KINDS,
         ),
     )
+    cross_side_outcome: str = field(
+        default="return",
+        metadata=_help(
+            "Games of several sides (simple_tag's predators and prey): who wins a match "
+            "between teams of different sides. 'return': the higher team return (sides "
+            "whose rewards differ in scale then win or lose every such match); "
+            "'within_side': each team's return standardized over its side's teams in "
+            "the iteration's matches, so a team wins by doing better than its side "
+            "usually does.",
+            choices=CROSS_SIDE_OUTCOMES,
+        ),
+    )
     elo_initial: float = field(default=1000.0, metadata=_help("Initial Elo rating."))
     elo_k: float = field(default=16.0, metadata=_help("Elo K factor."))
     elo_scale: float = field(
@@ -352,6 +365,11 @@ class LeagueConfig:
         if self.ratings not in RATING_KINDS:
             raise ValueError(
                 f"ratings must be one of {', '.join(RATING_KINDS)}, got {reprlib.repr(self.ratings)}"
+            )
+        if self.cross_side_outcome not in CROSS_SIDE_OUTCOMES:
+            raise ValueError(
+                f"cross_side_outcome must be one of {', '.join(CROSS_SIDE_OUTCOMES)}, "
+                f"got {reprlib.repr(self.cross_side_outcome)}"
             )
         if self.main_exploiter_reset_to not in ("initial", "main"):
             raise ValueError(

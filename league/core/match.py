@@ -16,6 +16,7 @@ their outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -216,6 +217,64 @@ def team_ranks(
         team: sum(1 for other in totals.values() if other > total) for team, total in totals.items()
     }
     return {seat: rank[teams[seat]] for seat in returns}
+
+
+def ranked_within_sides(
+    records: list[MatchRecord], side_of_seat: Mapping[str, str]
+) -> list[MatchRecord]:
+    """Records of a game of several sides with ranks that compare each team's return
+    with its own side's, not with the other sides' raw returns.
+
+    Sides differ in rewards (simple_tag's predators outscore the prey in every game),
+    so ranks by raw team return make every cross-side pair a certain win for one
+    side: payoff, PFSP and the snapshot rule then see win rates of 0 and 1 only. Here
+    each team scores its return standardized over the teams of its side in
+    ``records`` (one iteration's matches): a team that did better than its side
+    usually does ranks above one that did worse than its side usually does. Records
+    whose teams all belong to one side, and sides with fewer than two team returns in
+    ``records``, keep their ranks. Returns are kept as played.
+    """
+    played = [(record, _team_sides(record, side_of_seat)) for record in records]
+    by_side: dict[str, list[float]] = {}
+    for record, sides in played:
+        for team, total in _team_returns(record).items() if sides else ():
+            by_side.setdefault(sides[team], []).append(total)
+    scale: dict[str, tuple[float, float]] = {}
+    for side, values in by_side.items():
+        if len(values) >= 2:
+            mean = sum(values) / len(values)
+            spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+            scale[side] = (mean, spread or 1.0)
+    out = []
+    for record, sides in played:
+        if len(set(sides.values())) < 2 or not all(s in scale for s in sides.values()):
+            out.append(record)
+            continue
+        scores = {
+            team: (total - scale[sides[team]][0]) / scale[sides[team]][1]
+            for team, total in _team_returns(record).items()
+        }
+        rank = {
+            team: sum(1 for other in scores.values() if other > v) for team, v in scores.items()
+        }
+        ranks = {seat: rank[team] for seat, team in record.teams.items()}
+        outcomes = outcomes_from_ranks(ranks, record.teams)
+        out.append(dataclasses.replace(record, outcomes=outcomes, ranks=ranks))
+    return out
+
+
+def _team_sides(record: MatchRecord, side_of_seat: Mapping[str, str]) -> dict[str, str]:
+    """Team -> its side; no team's side in a record without returns (kept as it is)."""
+    if not record.returns:
+        return {}
+    return {team: side_of_seat[seat] for seat, team in record.teams.items()}
+
+
+def _team_returns(record: MatchRecord) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for seat, team in record.teams.items():
+        totals[team] = totals.get(team, 0.0) + record.returns[seat]
+    return totals
 
 
 def outcomes_from_ranks(

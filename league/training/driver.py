@@ -2,8 +2,9 @@
 
 Once per training iteration `LeagueDriver.step`:
 
-1. drains the match records buffered on the env runners (each leaves once) and
-   folds them into payoff and ratings;
+1. drains the match records buffered on the env runners (each leaves once; in a
+   game of several sides with `cross_side_outcome: within_side`, cross-side matches
+   re-ranked within each side) and folds them into payoff and ratings;
 2. counts each player's env steps, asks the league which players snapshot and
    reset, exports new snapshots (safetensors + JSON) and resets weights on the
    learner (learner weights are read only when a snapshot or a reset is due);
@@ -35,7 +36,7 @@ from safetensors.numpy import load_file
 from league.config import TrainConfig
 from league.core.ids import MAIN, is_reference_id, side_of, upgrade_reference_ids
 from league.core.league import League
-from league.core.match import MatchRecord
+from league.core.match import MatchRecord, ranked_within_sides
 from league.core.matchmaking import MatchmakingPlan, build_plan, next_plan
 from league.core.meta import meta_weights
 from league.core.retirement import retirements
@@ -109,6 +110,12 @@ class LeagueDriver:
         self.plan: MatchmakingPlan = build_plan(self.league, ())
         self._seen: deque[str] = deque(maxlen=SEEN_EPISODES_KEPT)
         self._seen_set: set[str] = set()
+        # Games of several sides may rank cross-side matches within each side.
+        self._side_of_seat = (
+            {seat: self.layout.side_of(seat) for seat in self.seats}
+            if len(self.layout.sides) > 1 and cfg.league.cross_side_outcome == "within_side"
+            else None
+        )
         self._initial_weights = self.learner_weights(self.players)
         self._specs = {side: snapshot_module_spec(cfg, side) for side in self.layout.sides}
         # Weights of snapshots taken since the last push: sent from memory, not disk.
@@ -170,6 +177,8 @@ class LeagueDriver:
                 self._seen.append(match["episode_id"])
                 self._seen_set.add(match["episode_id"])
                 records.append(MatchRecord(**match, iteration=iteration))
+        if self._side_of_seat is not None:
+            records = ranked_within_sides(records, self._side_of_seat)
         return records
 
     def push(self) -> None:
