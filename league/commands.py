@@ -101,6 +101,11 @@ def _train_on_cluster(cfg: Any, args: argparse.Namespace) -> int:
         print("interrupted: stopping the coordinator (final checkpoint)", flush=True)
         ray.get(actor.stop.remote())
         status = ray.get(actor.wait.remote())
+    else:
+        if status.get("stop_requested"):
+            # `league stop` asked for it: that command reads the final status and then
+            # ends the actor; killing it here could cut its reply off.
+            return 0 if status["state"] == "stopped" else 1
     ray.kill(actor)
     return 0 if status["state"] == "stopped" else 1
 

@@ -288,7 +288,7 @@ def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster
         before = wait_for(
             lambda: status() if latest_checkpoint(run_dir) else None, 240, "a checkpoint"
         )
-        assert before["restarted"] == "False"
+        assert before["restarted"] == "False" and before["stop_requested"] == "False"
 
         # Kill between checkpoints: one exists and a later iteration is in the store.
         # Only files are read between the check and the kill (`league status` takes

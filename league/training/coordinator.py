@@ -127,6 +127,7 @@ class LeagueCoordinator:
             "uptime_s": time.time() - self.started_at,
             "pid": os.getpid(),
             "restarted": self.restarted,
+            "stop_requested": self.control.stop_requested(),
         }
 
     def standings(self) -> list[tuple[str, float, float]]:
