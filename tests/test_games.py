@@ -23,6 +23,10 @@ TINY = [
     "--model.hidden-sizes", "16", "--evaluation.eval-interval", "1", "--evaluation.eval-games", "2",
     "--run.checkpoint-interval", "1", "--no-run.dashboard", "--league.snapshot-min-steps", "1",
 ]  # fmt: skip
+# Sampling in the driver: a remote runner costs ~5 s to start; the import-path game
+# keeps one (its module must import on a remote worker) and test_openspiel_games
+# trains OpenSpiel games on remote runners.
+ON_DRIVER = ["--resources.num-env-runners", "0"]
 
 
 def test_game_ids_carry_kwargs_both_ways():
@@ -157,7 +161,8 @@ def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_pa
     run = tmp_path / game
     steps = "128" if game == "go9" else "256"
     extra = ["--ppo.train-batch-size", "64", "--ppo.minibatch-size", "64"] if game == "go9" else []
-    argv = ["train", "--env", game, "--run-dir", str(run), *TINY, *extra, "--stop-timesteps", steps]
+    argv = ["train", "--env", game, "--run-dir", str(run), *TINY, *ON_DRIVER, *extra]
+    argv += ["--stop-timesteps", steps]
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "eval (greedy" in out and "vs random" in out  # past its first evaluation
@@ -201,7 +206,10 @@ def test_rps_trains_past_its_first_evaluation(ray_session, tmp_path, capsys):
     """`league train --env rps` used to stop at its first evaluation."""
     run = tmp_path / "rps"
     assert (
-        main(["train", "--env", "rps", "--run-dir", str(run), *TINY, "--stop-timesteps", "256"])
+        main(
+            ["train", "--env", "rps", "--run-dir", str(run), *TINY, *ON_DRIVER]
+            + ["--stop-timesteps", "256"]
+        )
         == 0
     )
     assert "vs random" in capsys.readouterr().out
