@@ -17,6 +17,7 @@ their outcomes.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -210,13 +211,21 @@ def team_ranks(
     0 for the best; teams with equal returns share a rank (competition ranking:
     1, 2, 2, 4 -> ranks 0, 1, 1, 3)."""
     teams = teams or {seat: seat for seat in returns}
+    rank = _competition_ranks(_team_totals(returns, teams))
+    return {seat: rank[teams[seat]] for seat in returns}
+
+
+def _team_totals(returns: Mapping[str, float], teams: Mapping[str, str]) -> dict[str, float]:
+    """Team -> the sum of its seats' returns."""
     totals: dict[str, float] = {}
     for seat, value in returns.items():
         totals[teams[seat]] = totals.get(teams[seat], 0.0) + float(value)
-    rank = {
-        team: sum(1 for other in totals.values() if other > total) for team, total in totals.items()
-    }
-    return {seat: rank[teams[seat]] for seat in returns}
+    return totals
+
+
+def _competition_ranks(scores: Mapping[str, float]) -> dict[str, int]:
+    """Key -> how many keys scored more (0 best; equal scores share a rank)."""
+    return {key: sum(1 for other in scores.values() if other > v) for key, v in scores.items()}
 
 
 def ranked_within_sides(
@@ -234,29 +243,29 @@ def ranked_within_sides(
     whose teams all belong to one side, and sides with fewer than two team returns in
     ``records``, keep their ranks. Returns are kept as played.
     """
-    played = [(record, _team_sides(record, side_of_seat)) for record in records]
+    played = []
     by_side: dict[str, list[float]] = {}
-    for record, sides in played:
-        for team, total in _team_returns(record).items() if sides else ():
+    for record in records:
+        sides = _team_sides(record, side_of_seat)
+        totals = _team_totals(record.returns, record.teams) if sides else {}
+        for team, total in totals.items():
             by_side.setdefault(sides[team], []).append(total)
+        played.append((record, sides, totals))
     scale: dict[str, tuple[float, float]] = {}
     for side, values in by_side.items():
         if len(values) >= 2:
-            mean = sum(values) / len(values)
-            spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
-            scale[side] = (mean, spread or 1.0)
+            scale[side] = (statistics.fmean(values), statistics.pstdev(values) or 1.0)
     out = []
-    for record, sides in played:
+    for record, sides, totals in played:
         if len(set(sides.values())) < 2 or not all(s in scale for s in sides.values()):
             out.append(record)
             continue
-        scores = {
-            team: (total - scale[sides[team]][0]) / scale[sides[team]][1]
-            for team, total in _team_returns(record).items()
-        }
-        rank = {
-            team: sum(1 for other in scores.values() if other > v) for team, v in scores.items()
-        }
+        rank = _competition_ranks(
+            {
+                team: (total - scale[sides[team]][0]) / scale[sides[team]][1]
+                for team, total in totals.items()
+            }
+        )
         ranks = {seat: rank[team] for seat, team in record.teams.items()}
         outcomes = outcomes_from_ranks(ranks, record.teams)
         out.append(dataclasses.replace(record, outcomes=outcomes, ranks=ranks))
@@ -268,13 +277,6 @@ def _team_sides(record: MatchRecord, side_of_seat: Mapping[str, str]) -> dict[st
     if not record.returns:
         return {}
     return {team: side_of_seat[seat] for seat, team in record.teams.items()}
-
-
-def _team_returns(record: MatchRecord) -> dict[str, float]:
-    totals: dict[str, float] = {}
-    for seat, team in record.teams.items():
-        totals[team] = totals.get(team, 0.0) + record.returns[seat]
-    return totals
 
 
 def outcomes_from_ranks(
