@@ -160,8 +160,11 @@ def _quality_table(rows: list[dict[str, Any]]) -> list[str]:
     out.append("| --- | --- | --- | --- | --- | --- | --- |")
     for r in sorted(rows, key=lambda r: (r["game"], r["date"]), reverse=True):
         steps = f"{r['env_steps']:,d} ({r['main_env_steps']:,d})" if r.get("env_steps") else ""
+        # Flags both modes trained with beyond the defaults (`--extra`), beside the run.
+        extra = r["command"].partition(" --extra ")[2]
+        run = f"{r['run']} (`{extra}`)" if extra else r["run"]
         out.append(
-            f"| {r['date'][:10]} | {r['commit']} | {r['game']} | {r['run']} | "
+            f"| {r['date'][:10]} | {r['commit']} | {r['game']} | {_cell(run)} | "
             f"{r['minutes']:g} | {steps} | {_cell(_figures(r['figures']))} |"
         )
     return out
