@@ -46,3 +46,20 @@ def test_configuration_page_lists_every_flag_with_its_default() -> None:
     assert "| `ppo.lr` | `--ppo.lr` |" in page
     assert "| `league.active_set_size` | `--league.active-set-size` |" in page
     assert "`league:` (flags `--league.FIELD`)" in page
+
+
+def test_a_quality_row_names_the_flags_it_trained_with() -> None:
+    from league.reference_docs import _quality_table
+
+    row = {
+        "date": "2026-12-04T00:00:00Z",
+        "commit": "abc1234",
+        "game": "simple_tag",
+        "run": "league seed 0",
+        "minutes": 15.0,
+        "figures": {},
+    }
+    plain = {**row, "command": "scripts/bench_league_quality.py --games simple_tag"}
+    flagged = {**plain, "command": plain["command"] + " --extra --league.pfsp-p 1.5"}
+    assert "| league seed 0 |" in _quality_table([plain])[-1]
+    assert "| league seed 0 (`--league.pfsp-p 1.5`) |" in _quality_table([flagged])[-1]
