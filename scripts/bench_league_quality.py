@@ -64,7 +64,8 @@ from league.snapshot import load_policy
 from league.store import open_store
 from league.tools.evaluation import evaluate, play_game
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
-from league.tools.least_exploitable import MAX_HISTORIES as WEIGHABLE_HISTORIES
+from league.tools.least_exploitable import MAX_HISTORIES
+from league.tools.mixtures import weighable
 from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
 from league.tools.openspiel_exploitability import game_tree_size, nash_conv
 from league.tools.results import append_result
@@ -199,12 +200,8 @@ def mixtures(
     measure = nash_conv if n_player_openspiel(game) else openspiel_exploitability
     for solver in solvers:
         out = run.path / f"{solver}-mixture"
-        if (
-            solver == "least-exploitable"
-            and n_player_openspiel(game)
-            and game_tree_size(game, WEIGHABLE_HISTORIES) is None
-        ):
-            print(f"[{game}] no least-NashConv mixture: a tree past {WEIGHABLE_HISTORIES:,}")
+        if solver == "least-exploitable" and n_player_openspiel(game) and not weighable(game):
+            print(f"[{game}] no least-NashConv mixture: a tree past {MAX_HISTORIES:,}")
             continue
         if not out.is_dir():
             command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]

@@ -32,6 +32,7 @@ from league.core.meta import check_solver, meta_weights
 from league.core.nash import WEIGHT_FLOOR, maximin
 from league.run import RunDir
 from league.snapshot import SnapshotPolicy, load_snapshot
+from league.tools.least_exploitable import MAX_HISTORIES, TooManyHistoriesError
 
 SOLVERS = ("auto", "nash", "least-exploitable", "alpharank")
 PAYOFFS = ("auto", "exact", "league")
@@ -73,8 +74,14 @@ def league_mixture(
         raise MixtureError(f"{game} has no side {side!r} (sides: {', '.join(layout.sides)})")
     spiel = get_game(game).openspiel
     two_player = layout.two_player
+    # More than two players: the least-NashConv search weighs every member on every
+    # history, so a large tree is refused (or passed over by auto) before any member
+    # is loaded. Counted once, only where it decides.
+    small_tree = bool(spiel) and (
+        two_player or solver not in ("auto", "least-exploitable") or weighable(game)
+    )
     if solver == "auto":
-        if spiel and payoff == "auto" and (two_player or _weighable(game)):
+        if spiel and payoff == "auto" and small_tree:
             solver = "least-exploitable"
         else:
             solver = "nash" if len(layout.teams) == 2 else "alpharank"
@@ -88,6 +95,11 @@ def league_mixture(
             raise MixtureError(
                 f"{solver if solver == 'least-exploitable' else 'exact payoffs'} needs an "
                 f"OpenSpiel game; {game} is not (use --solver alpharank or --payoff league)"
+            )
+        if solver == "least-exploitable" and not small_tree:
+            raise TooManyHistoriesError(
+                f"{game}: a tree of more than {MAX_HISTORIES:,} histories; the least-NashConv "
+                "mixture weighs every member on each (use --solver alpharank)"
             )
         if payoff == "exact" and not two_player:
             raise MixtureError(
@@ -159,10 +171,9 @@ def least_exploitable_mixture(
     return {m: float(w) for m, w in zip(policies, result.weights, strict=True) if w > 0.0}
 
 
-def _weighable(game: str) -> bool:
-    """Whether the game's tree is small enough to weigh every member on it (more
-    players than two: `least_nash_conv_weights`)."""
-    from league.tools.least_exploitable import MAX_HISTORIES
+def weighable(game: str) -> bool:
+    """Whether an OpenSpiel game's tree is small enough to weigh every member on it
+    (more players than two: `least_nash_conv_weights`)."""
     from league.tools.openspiel_exploitability import game_tree_size
 
     return game_tree_size(game, MAX_HISTORIES) is not None
