@@ -30,6 +30,7 @@ from league.commands import (
     cmd_service,
     cmd_snapshots,
     cmd_train,
+    cmd_tune,
 )
 
 
@@ -51,10 +52,7 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         "then a --resume'd run's config, then the game's defaults (generic ones in brackets). "
         "--help-all lists every setting.",
     )
-    p.add_argument(
-        "--help-all", action=HelpAllAction, help="show every setting (docs/configuration.md)"
-    )
-    p.add_argument("--config", metavar="FILE", help="YAML or TOML settings, by group")
+    _settings_flags(p)
     p.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
     cluster = {
         "--address": "Ray cluster address (auto, ray://host:10001, host:6379): train in the "
@@ -67,6 +65,33 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
         action = p.add_argument(flag, help=argparse.SUPPRESS, **extra)
         action.full_help = text  # type: ignore[attr-defined]
     add_field_flags(p)
+
+
+def _tune_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tune",
+        help="search settings around a game's defaults, scored by exact exploitability",
+        usage="league tune --env GAME [--minutes M] [--trials N] [--out DIR] [--FLAG VALUE ...]",
+        formatter_class=FlagsFormatter,
+        description="Train --trials short runs of the game (the first with its defaults, the "
+        "others with the learning rate, entropy bonus and the main's learner share varied) "
+        "in --minutes all told, and score each run's main by OpenSpiel's exact measure "
+        "(OpenSpiel games). Writes OUT/tune.jsonl and OUT/best.yaml, a --config file for "
+        "`league train`. Settings given as flags or in --config are kept fixed.",
+    )
+    p.add_argument("--minutes", type=float, default=15.0, help="total budget (default 15)")
+    p.add_argument("--trials", type=int, default=5, help="runs, the defaults' included (default 5)")
+    p.add_argument("--out", default="runs/tune", help="output folder, new or empty")
+    _settings_flags(p)
+    add_field_flags(p)
+
+
+def _settings_flags(p: argparse.ArgumentParser) -> None:
+    """--help-all and --config (train and tune)."""
+    p.add_argument(
+        "--help-all", action=HelpAllAction, help="show every setting (docs/configuration.md)"
+    )
+    p.add_argument("--config", metavar="FILE", help="YAML or TOML settings, by group")
 
 
 def _service_parsers(sub: argparse._SubParsersAction) -> None:
@@ -196,6 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _train_parser(sub)
+    _tune_parser(sub)
     _evaluate_parser(sub)
     _service_parsers(sub)
     _play_report_parsers(sub)
@@ -208,6 +234,7 @@ COMMANDS = {
     "probe": cmd_probe,
     "report": cmd_report,
     "train": cmd_train,
+    "tune": cmd_tune,
     "evaluate": cmd_evaluate,
     "status": cmd_service,
     "standings": cmd_service,

@@ -50,6 +50,20 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from league.cli_flags import given_values
+    from league.training.tune import tune
+
+    tune(
+        given_values(args),
+        config_file=args.config,
+        trials=args.trials,
+        minutes=args.minutes,
+        out=Path(args.out),
+    )
+    return 0
+
+
 COORDINATOR_DOWN_S = 300.0
 FOLLOWER_GRACE_S = 5.0
 """How long `league stop` leaves a stopped coordinator up for followers to see it."""

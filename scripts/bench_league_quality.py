@@ -57,6 +57,7 @@ import numpy as np
 
 from envs.opponents import RandomPlayer
 from envs.registry import game_layout, get_game
+from league.config import load_config_file
 from league.core.ids import MAIN as MAIN_ROLE
 from league.core.ids import parse_module_id, player_id
 from league.run import RunDir
@@ -445,8 +446,18 @@ def main() -> None:
                 "env_steps": total,
                 "main_env_steps": main_steps,
                 "figures": {k: float(v) for k, v in row.items()},
+                **config_files(args.extra),
             },
         )
+
+
+def config_files(extra: list[str]) -> dict[str, Any]:
+    """The settings of a `--config FILE` among the extra flags (a file `league tune`
+    wrote, say), kept in the row: the file may change or go, the row stays."""
+    if "--config" not in extra[:-1]:
+        return {}
+    path = Path(extra[extra.index("--config") + 1])
+    return {"config": {"file": str(path), "settings": load_config_file(path)}}
 
 
 if __name__ == "__main__":

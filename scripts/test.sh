@@ -22,5 +22,6 @@ NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$site"
 rm -rf "$site"
 # Three workers, each with its own Ray, one test file each at a time (module fixtures
 # stay shared): most of a test's time is waiting on processes it starts, and three
-# overlap that on 2 cores. PYTEST_WORKERS=0 runs in one process.
-exec .venv/bin/pytest -n "${PYTEST_WORKERS:-3}" --dist loadfile "$@"
+# overlap that on 2 cores. Files go out longest first (tests/conftest.py:
+# LONGEST_FIRST), not by xdist's count of tests. PYTEST_WORKERS=0 runs in one process.
+exec .venv/bin/pytest -n "${PYTEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "$@"

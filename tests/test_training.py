@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import time
 
 import pytest
 
@@ -284,6 +286,20 @@ def test_stop_signals_leave_an_ignored_signal_ignored_and_restore_the_rest():
         signal.signal(signal.SIGTERM, outer_term)
     assert during[0] is signal.SIG_IGN and callable(during[1])  # SIGTERM now handled
     assert after == (signal.SIG_IGN, signal.SIG_DFL)
+
+
+def test_sigusr1_prints_every_threads_stack_and_the_run_goes_on(capfd):
+    from league.training.loop import StopSignals
+
+    stop_signals = StopSignals()
+    stop_signals.install()
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        time.sleep(0.1)  # the dump is written from the signal handler
+    finally:
+        stop_signals.restore()
+    err = capfd.readouterr().err
+    assert "most recent call first" in err and "test_sigusr1_prints_every_threads_stack" in err
 
 
 def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path, capsys):

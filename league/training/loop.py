@@ -12,6 +12,8 @@ the store's sequence number. The run directory's layout is `league.run.RunDir`.
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import os
 import shlex
 import shutil
@@ -68,6 +70,8 @@ class TrainingSummary:
     env_steps: int = 0
     checkpoint: str | None = None
     evaluations: dict[str, list[SeatRecord]] = field(default_factory=dict)
+    interrupted: bool = False
+    """Ended by Ctrl-C or SIGTERM (with its final checkpoint), not a stop condition."""
 
 
 def player_policy(algo: Any, cfg: TrainConfig, player: str) -> tuple[SnapshotPolicy, dict]:
@@ -226,12 +230,18 @@ class StopSignals:
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
+        # `kill -USR1 PID` prints every thread's stack to stderr (a run that seems
+        # stuck, e.g. in its final checkpoint, shows where) and training goes on.
+        with contextlib.suppress(AttributeError, ValueError):  # stderr without a file
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
         for signum in (signal.SIGINT, signal.SIGTERM):
             if signal.getsignal(signum) is signal.SIG_IGN:
                 continue  # ignored on purpose (a background job, nohup): left so
             self._previous[signum] = signal.signal(signum, self._interrupt)
 
     def restore(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            faulthandler.unregister(signal.SIGUSR1)
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous.clear()
@@ -489,6 +499,7 @@ def _train(
                 last_saved_iteration = iteration
     except KeyboardInterrupt:
         log("interrupted: writing a final checkpoint")
+        summary.interrupted = True
     except Exception as err:
         if not out_of_space(err):
             raise

@@ -45,6 +45,9 @@ from ray.rllib.utils.metrics import (
 )
 
 SAMPLE_AHEAD_TAG = "league_sample_ahead"
+# How long a step waits for the last weight sync to be acknowledged (it has run before
+# the sample in flight began; only a dead or hung runner takes this long).
+SYNC_FETCH_TIMEOUT_S = 30.0
 
 
 def _sample_with_metrics(runner: Any) -> tuple[list, dict]:
@@ -95,6 +98,12 @@ class SampleAheadPPO(PPO):
             )
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
         with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            # The last sync ran on each runner before the sample now in flight began,
+            # but RLlib only counts it done once fetched, and its sync sends nothing
+            # to a runner with max_requests_in_flight_per_env_runner (2) requests out:
+            # unfetched, it would drop this sync and leave the runner an update behind
+            # (seen on a loaded machine). Fetching it waits for no sample.
+            group.fetch_ready_async_reqs(tags="set_state", timeout_seconds=SYNC_FETCH_TIMEOUT_S)
             # Queued on each runner behind the sample in flight (PPO's own sync).
             group.sync_weights(
                 from_worker_or_learner_group=self.learner_group,
