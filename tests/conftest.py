@@ -52,6 +52,7 @@ LONGEST_FIRST = (
     "test_data_parallel.py",
     "test_openspiel_games.py",
     "test_sample_ahead.py",
+    "test_tune.py",
     "test_learner_only.py",
     "test_nseat_training.py",
     "test_parallel_env_runner.py",
