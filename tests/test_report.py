@@ -240,6 +240,26 @@ def test_heatmap_is_limited_to_top_n(tmp_path: Path) -> None:
     assert payoff_matrix(state, top_n=3)[0] == modules[::-1][:3]
 
 
+def test_payoff_of_two_sides_shows_the_best_of_each_so_that_they_met(tmp_path: Path) -> None:
+    # simple_tag: every predator outrates every prey, and predators never meet.
+    predators = [f"adversary.main_0@{v}" for v in range(20)]
+    prey = [f"agent.main_0@{v}" for v in range(5)]
+    state = {
+        "ratings": {
+            "ratings": {
+                **{m: 2000.0 + i for i, m in enumerate(predators)},
+                **{m: 500.0 + i for i, m in enumerate(prey)},
+            }
+        },
+        "payoff": {"entries": [[a, b, 9.0, 0.0, 1.0] for a in predators for b in prey]},
+    }
+    modules, rate, games, total = payoff_matrix(state, top_n=6)
+    assert modules == predators[::-1][:3] + prey[::-1][:3] and total == 25
+    assert games[0, 3] == 10 and rate[0, 3] == pytest.approx(0.9)
+    assert np.isnan(rate[0, 1])  # two predators: never met
+    assert plot_payoff(state, tmp_path / "payoff.png", top_n=6) is not None
+
+
 def test_heatmap_of_modules_that_never_met_is_skipped(trained: TrainedRun, tmp_path: Path) -> None:
     ratings = trained.state["ratings"]["ratings"]
     never_met = {"ratings": {"ratings": ratings}, "payoff": {"entries": []}}

@@ -33,7 +33,7 @@ import numpy as np
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 
-from league.core.ids import is_player_id, is_snapshot_id
+from league.core.ids import is_player_id, is_snapshot_id, side_of
 from league.core.ratings import ratings_in_state
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, read_progress
 from league.store import open_store, redacted_url
@@ -139,7 +139,7 @@ def payoff_matrix(
     for a, b, *_ in entries:
         known.update((str(a), str(b)))
     order = sorted(known, key=lambda m: (-ratings.get(m, -math.inf), m))
-    modules = order[: max(int(top_n), 1)]
+    modules = _top_of_every_side(order, max(int(top_n), 1))
     index = {m: i for i, m in enumerate(modules)}
     n = len(modules)
     wins = np.zeros((n, n))
@@ -155,6 +155,21 @@ def payoff_matrix(
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(games > 0, wins / np.where(games > 0, games, 1.0), np.nan)
     return modules, rate, games, len(order)
+
+
+def _top_of_every_side(order: list[str], top_n: int) -> list[str]:
+    """The first `top_n` of `order`; in a game of several sides, the best of each side
+    in equal parts (side by side): modules of one side never meet, and one side can
+    outrate the other in every pair (simple_tag's predators), leaving no games to show."""
+    sides: dict[str, list[str]] = {}
+    for module in order:
+        sides.setdefault(side_of(module), []).append(module)
+    named = [side for side in sides if side]
+    if len(named) < 2:
+        return order[:top_n]
+    groups = [sides[side] for side in sorted(named)] + ([sides[""]] if "" in sides else [])
+    share = max(1, top_n // len(groups))  # reference opponents (no side) a part too
+    return [m for group in groups for m in group[:share]]
 
 
 # ---- figures -----------------------------------------------------------------------
