@@ -9,7 +9,10 @@ runner by default:
       finds masks in `info` for OpenSpiel games), uniform random legal moves (every
       live agent's in a simultaneous-move game), no RLlib;
   (a') OpenSpiel games: random legal play on pyspiel's own states (decisions only,
-      no observations or masks), the rate issue 41 holds sampling to;
+      no observations or masks), the rate issue 41 holds sampling to; beside it what
+      every sampled step costs before any network runs (the game's RLlib env with
+      observations and masks, and RLlib's episodes built from the finished games),
+      so `bound (e)/(a')` is the most any batched runner could reach;
   (b) plain RLlib PPO self-play as a careful user runs it: RLlib's PettingZooEnv
       (ParallelPettingZooEnv for simultaneous-move games) and MultiAgentEnvRunner,
       `num_envs_per_env_runner=8`, `episodes_to_numpy=False`, this project's
@@ -65,11 +68,14 @@ from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, Petting
 from ray.rllib.utils.metrics import NUM_MODULE_STEPS_TRAINED
 from ray.tune.registry import register_env
 
+from envs.adapters import make_rllib_env
 from envs.registry import game_layout, game_spaces, get_game
+from envs.spaces import MASK_KEY
 from league.config import TrainConfig
 from league.core.ids import is_reference_id, side_of
 from league.tools.results import append_result
 from league.training.algorithm import SelfPlayMapping, build_algorithm_config, env_runner_class
+from league.training.batched_base import GameInPlay, episode_of
 from league.training.driver import LeagueDriver
 from rlmodules.masked_policy import masked_policy_spec
 
@@ -116,6 +122,43 @@ def raw_pyspiel_steps_per_s(game: str, seconds: float, seed: int = 0) -> float:
                 state.apply_action(legal[int(rng.integers(len(legal)))])
                 steps += 1
     return steps / (time.perf_counter() - start)
+
+
+def turn_based_costs_us_per_step(game: str, seconds: float, seed: int = 0) -> dict[str, float]:
+    """Microseconds per env step of the two costs every sampled step of a turn-based
+    game pays in the batched runner, whatever the network: the game's RLlib env
+    (random legal moves, the runner's per-step lists) and turning finished games into
+    RLlib's numpy episodes (`episode_of`, the runner's own)."""
+    rng = np.random.default_rng(seed)
+    env = make_rllib_env(game)
+    games: list[GameInPlay] = []
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        observations, infos = env.reset(seed=int(rng.integers(2**31)))
+        game_in_play = GameInPlay(env=env, modules=dict.fromkeys(env.possible_agents, "main"))
+        game_in_play.observations, game_in_play.infos = [observations], [infos]
+        seat = next(iter(observations))
+        while True:
+            action = {seat: int(rng.choice(np.flatnonzero(observations[seat][MASK_KEY])))}
+            observations, rewards, terminateds, truncateds, infos = env.step(action)
+            steps += 1
+            game_in_play.observations.append(observations)
+            game_in_play.infos.append(infos)
+            game_in_play.actions.append(action)
+            game_in_play.rewards.append(rewards)
+            game_in_play.extra_model_outputs.append({seat: {}})
+            game_in_play.terminateds.update(terminateds)
+            game_in_play.truncateds.update(truncateds)
+            if terminateds["__all__"] or truncateds["__all__"]:
+                break
+            seat = next(iter(observations))
+        games.append(game_in_play)
+    env_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    for game_in_play in games:
+        episode_of(game_in_play)
+    episode_seconds = time.perf_counter() - start
+    return {"env": env_seconds / steps * 1e6, "episodes": episode_seconds / steps * 1e6}
 
 
 def _raw_parallel_steps_per_s(game: str, seconds: float, seed: int) -> float:
@@ -413,6 +456,14 @@ def main() -> None:
             ours.game_id, args.raw_seconds
         )
         print(f"(a') raw pyspiel random legal play:   {raw_spiel:9,.0f} env steps/s", flush=True)
+        # What a sampled step costs before any network runs: the most (e)/(a') can be.
+        costs = turn_based_costs_us_per_step(ours.game_id, args.raw_seconds)
+        figures["env_us_per_step"], figures["episode_us_per_step"] = costs["env"], costs["episodes"]
+        print(
+            f"per sampled step, before the network: the game's RLlib env {costs['env']:.1f} us, "
+            f"RLlib's episodes {costs['episodes']:.1f} us",
+            flush=True,
+        )
     plain = plain_sampling = None
     if not args.skip_plain:
         algo = plain_rllib_config(ours.game_id, args.num_env_runners, ours).build_algo()
@@ -460,6 +511,8 @@ def main() -> None:
     ratios = {"(e)/(a)": sampling / raw, "(c)/(a)": selfplay.rate / raw}
     if raw_spiel is not None:
         ratios["(e)/(a')"] = sampling / raw_spiel
+        floor_s = (figures["env_us_per_step"] + figures["episode_us_per_step"]) * 1e-6
+        ratios["bound (e)/(a')"] = (1 / floor_s) / raw_spiel
     if league is not None:
         ratios["(d)/(c)"] = league.rate / selfplay.rate
     if plain is not None and plain_sampling is not None:

@@ -20,9 +20,11 @@ import pytest
 from redis_server import RedisServer
 from tiny_run import ROOT, league_cmd, own_ray_env, tiny_config
 
+from league.run import IterationRecord, RunDir
 from league.snapshot import load_policy
 from league.store import StoreError, open_store
 from league.training.disk_full import out_of_space
+from league.training.sinks import ProgressFile, close_all
 
 
 def test_errors_that_mean_no_space_are_recognised() -> None:
@@ -42,6 +44,36 @@ def test_errors_that_mean_no_space_are_recognised() -> None:
         assert out_of_space(outer)
     assert not out_of_space(OSError(errno.EACCES, "Permission denied"))
     assert not out_of_space(ValueError("bad value"))
+
+
+class ClosingSink:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_failed_progress_line_does_not_hide_the_loops_error_when_sinks_close(
+    tmp_path: Path,
+) -> None:
+    # A progress line that found no space stays in the file's buffer, and closing the file
+    # tries it again: the run's one-line "out of space" must not become that raw OSError.
+    run = RunDir(tmp_path)
+    run.progress_file.symlink_to("/dev/full")  # every flush: ENOSPC
+    progress = ProgressFile(run)
+    with pytest.raises(OSError) as failed:
+        progress.write(IterationRecord(1, 100, seconds=1.0))
+    assert out_of_space(failed.value)
+    other = ClosingSink()
+    close_all([progress, other], quietly=True)  # the loop is raising its own error
+    assert other.closed
+
+    progress, other = ProgressFile(run), ClosingSink()
+    with pytest.raises(OSError):
+        progress.write(IterationRecord(1, 100, seconds=1.0))
+    with pytest.raises(OSError) as on_close:  # the loop had ended well: the failure shows
+        close_all([progress, other])
+    assert out_of_space(on_close.value) and other.closed
 
 
 def test_redis_at_maxmemory_refuses_a_commit_and_keeps_the_store(tmp_path: Path) -> None:

@@ -291,26 +291,7 @@ class BatchedGamesRunner(LeagueEnvRunner):
 
     def _finish_game(self, game: GameInPlay) -> MultiAgentEpisode:
         """The finished game as a numpy episode; its match record in league mode."""
-        terminateds, truncateds = _end_of_game_flags(game)
-        # No spaces on the episode (RLlib's runner sets them): nothing downstream reads
-        # them, each game would carry pickled copies of them to the learner, and with
-        # them every step PPO's learner connector adds to a numpy episode runs a
-        # `space.contains` check.
-        episode = MultiAgentEpisode(
-            id_=game.episode_id,
-            observations=game.observations,
-            infos=game.infos,
-            actions=game.actions,
-            rewards=game.rewards,
-            extra_model_outputs=game.extra_model_outputs,
-            terminateds=terminateds,
-            truncateds=truncateds,
-            len_lookback_buffer=0,
-            agent_module_ids=game.modules,
-        )
-        # Once per game (RLlib's runner converts after every step when asked): numpy
-        # columns cross to the learner in a fraction of the time lists of arrays take.
-        episode.to_numpy()
+        episode = episode_of(game)
         self._finished_for_metrics.append((episode, time.perf_counter() - game.started))
         mapping = self.config.policy_mapping_fn
         if isinstance(mapping, PlanMapping):  # league mode
@@ -338,6 +319,31 @@ class BatchedGamesRunner(LeagueEnvRunner):
         for module_id, steps in module_steps.items():
             log((NUM_MODULE_STEPS_SAMPLED, module_id), steps, reduce="sum")
             log((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum")
+
+
+def episode_of(game: GameInPlay) -> MultiAgentEpisode:
+    """A finished game as the numpy `MultiAgentEpisode` RLlib's runner would make."""
+    terminateds, truncateds = _end_of_game_flags(game)
+    # No spaces on the episode (RLlib's runner sets them): nothing downstream reads
+    # them, each game would carry pickled copies of them to the learner, and with
+    # them every step PPO's learner connector adds to a numpy episode runs a
+    # `space.contains` check.
+    episode = MultiAgentEpisode(
+        id_=game.episode_id,
+        observations=game.observations,
+        infos=game.infos,
+        actions=game.actions,
+        rewards=game.rewards,
+        extra_model_outputs=game.extra_model_outputs,
+        terminateds=terminateds,
+        truncateds=truncateds,
+        len_lookback_buffer=0,
+        agent_module_ids=game.modules,
+    )
+    # Once per game (RLlib's runner converts after every step when asked): numpy
+    # columns cross to the learner in a fraction of the time lists of arrays take.
+    episode.to_numpy()
+    return episode
 
 
 def _end_of_game_flags(game: GameInPlay) -> tuple[dict[str, bool], dict[str, bool]]:

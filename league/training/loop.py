@@ -55,6 +55,7 @@ from league.training.sample_ahead import SampleAheadPPO
 from league.training.sinks import (
     ProgressFile,
     TensorBoardSink,
+    close_all,
     format_evaluation,
     format_league,
     format_progress,
@@ -463,44 +464,61 @@ def _train(
     log(f"TensorBoard: tensorboard --logdir {run.tensorboard}")
     last_saved_iteration = iteration if latest else -1
     sinks = [ProgressFile(run), TensorBoardSink(run)]
+    failed = True  # until the loop ends by a stop condition or Ctrl-C
     try:
-        while env_steps < (cfg.run.stop_timesteps or float("inf")) and time.monotonic() < deadline:
-            if stop_signals.received():
-                raise KeyboardInterrupt  # one the interpreter dropped inside the iteration
-            if control is not None:
-                if control.paused:
-                    log("paused")
-                    control.wait_while_paused()
-                    log("resumed" if not control.stop_requested() else "stopping")
-                if control.stop_requested():
-                    log("stop requested: writing a final checkpoint")
-                    break
-            # Counted once complete: a Ctrl-C inside an iteration checkpoints the last
-            # finished one, whose number and store seq then match the run's records.
-            record, store_seq = run_iteration(
-                algo, cfg, iteration + 1, env_steps, driver, store, store_seq
-            )
-            iteration, env_steps = record.iteration, record.env_steps
-            log(format_progress(record, main_players(cfg)[0]))
-            if record.league is not None:
-                log(format_league(record, cfg.league.active_set_size))
-            if record.eval is not None:
-                summary.evaluations = record.eval
-                log(format_evaluation(record))
-            for sink in sinks:
-                sink.write(record)
-            if control is not None:
-                snapshots = driver.league.snapshots if driver is not None else {}
-                control.publish(record, {sid: asdict(s) for sid, s in snapshots.items()})
-            if cfg.run.checkpoint_interval and iteration % cfg.run.checkpoint_interval == 0:
-                summary.checkpoint = save_checkpoint(
-                    algo, cfg, run, iteration, env_steps, store, store_seq, clock, held(driver)
+        try:
+            while (
+                env_steps < (cfg.run.stop_timesteps or float("inf")) and time.monotonic() < deadline
+            ):
+                if stop_signals.received():
+                    raise KeyboardInterrupt  # one the interpreter dropped inside the iteration
+                if control is not None:
+                    if control.paused:
+                        log("paused")
+                        control.wait_while_paused()
+                        log("resumed" if not control.stop_requested() else "stopping")
+                    if control.stop_requested():
+                        log("stop requested: writing a final checkpoint")
+                        break
+                # Counted once complete: a Ctrl-C inside an iteration checkpoints the last
+                # finished one, whose number and store seq then match the run's records.
+                record, store_seq = run_iteration(
+                    algo, cfg, iteration + 1, env_steps, driver, store, store_seq
                 )
-                last_saved_iteration = iteration
-    except KeyboardInterrupt:
-        log("interrupted: writing a final checkpoint")
-        summary.interrupted = True
+                iteration, env_steps = record.iteration, record.env_steps
+                log(format_progress(record, main_players(cfg)[0]))
+                if record.league is not None:
+                    log(format_league(record, cfg.league.active_set_size))
+                if record.eval is not None:
+                    summary.evaluations = record.eval
+                    log(format_evaluation(record))
+                for sink in sinks:
+                    sink.write(record)
+                if control is not None:
+                    snapshots = driver.league.snapshots if driver is not None else {}
+                    control.publish(record, {sid: asdict(s) for sid, s in snapshots.items()})
+                if cfg.run.checkpoint_interval and iteration % cfg.run.checkpoint_interval == 0:
+                    summary.checkpoint = save_checkpoint(
+                        algo, cfg, run, iteration, env_steps, store, store_seq, clock, held(driver)
+                    )
+                    last_saved_iteration = iteration
+            failed = False
+        except KeyboardInterrupt:
+            log("interrupted: writing a final checkpoint")
+            summary.interrupted = True
+            failed = False
+        finally:
+            stop_signals.restore()
+            # Quietly when the loop failed: a sink's close then re-raises the write that
+            # failed (a buffered progress line), which would hide the loop's own error.
+            close_all(sinks, quietly=failed)
+        if iteration != last_saved_iteration:
+            summary.checkpoint = save_checkpoint(
+                algo, cfg, run, iteration, env_steps, store, store_seq, clock, held(driver)
+            )
     except Exception as err:
+        # Wherever the write that found no space was: an iteration, a sink's close, the
+        # final checkpoint.
         if not out_of_space(err):
             raise
         latest_name = run.latest_checkpoint()["checkpoint"] if run.latest_file.is_file() else None
@@ -509,14 +527,6 @@ def _train(
         if store is not None:
             store.close()
         raise OutOfSpaceError(stopped_message(err, checkpoint, str(run.path))) from err
-    finally:
-        stop_signals.restore()
-        for sink in sinks:
-            sink.close()
-    if iteration != last_saved_iteration:
-        summary.checkpoint = save_checkpoint(
-            algo, cfg, run, iteration, env_steps, store, store_seq, clock, held(driver)
-        )
     log(f"done: {iteration} iterations, {env_steps:,d} env steps; checkpoint {summary.checkpoint}")
     for line in next_steps(cfg, run):
         log(line)

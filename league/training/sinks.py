@@ -7,6 +7,7 @@ own view of an iteration from RLlib's result dict.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import IO, Any
 
 from league.core.ids import is_reference_id
@@ -66,6 +67,19 @@ def format_evaluation(record: IterationRecord) -> str:
         parts.append(f"vs {name} {per_seat}")
     which = "per team" if labelled else "first / second seat"
     return f"eval (greedy, {which}): " + " | ".join(parts)
+
+
+def close_all(sinks: Sequence[Any], quietly: bool = False) -> None:
+    """Close every sink, even after one fails to; then raise the first failure unless
+    `quietly` (the caller is already raising an error of its own)."""
+    first: Exception | None = None
+    for sink in sinks:
+        try:
+            sink.close()
+        except Exception as err:
+            first = first or err
+    if first is not None and not quietly:
+        raise first
 
 
 class ProgressFile:

@@ -19,7 +19,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -100,13 +100,8 @@ class Trial:
     env_steps: int = 0
 
     def row(self) -> dict[str, Any]:
-        return {
-            "trial": self.index,
-            "settings": self.settings,
-            "measure": self.measure,
-            "score": self.score,
-            "env_steps": self.env_steps,
-        }
+        row = asdict(self)
+        return {"trial": row.pop("index"), **row}
 
     def describe(self) -> str:
         if not self.settings:
