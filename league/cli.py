@@ -70,17 +70,48 @@ def _train_parser(sub: argparse._SubParsersAction) -> None:
 def _tune_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "tune",
-        help="search settings around a game's defaults, scored by exact exploitability",
-        usage="league tune --env GAME [--minutes M] [--trials N] [--out DIR] [--FLAG VALUE ...]",
+        help="population-based training (Ray Tune) of a game's settings",
+        usage="league tune --env GAME [--minutes M] [--trials N] [--rounds R] [--measure M] "
+        "[--out DIR] [--FLAG VALUE ...]",
         formatter_class=FlagsFormatter,
-        description="Train --trials short runs of the game (the first with its defaults, the "
-        "others with the learning rate, entropy bonus and the main's learner share varied) "
-        "in --minutes all told, and score each run's main by OpenSpiel's exact measure "
-        "(OpenSpiel games). Writes OUT/tune.jsonl and OUT/best.yaml, a --config file for "
-        "`league train`. Settings given as flags or in --config are kept fixed.",
+        description="Population-based training (Ray Tune's PBT): --trials league runs of the "
+        "game (the first with its defaults, the others with the learning rate, entropy bonus "
+        "and its final value, magnet, the main's learner share and its self-play share sampled "
+        "around them) train in --rounds rounds within --minutes all told; after each round "
+        "the worst quarter continues from a copy of a best-quarter run with its settings "
+        "perturbed. Runs are scored by the main's exact exploitability (OpenSpiel games) or "
+        "its win rate against reference opponents. Writes OUT/tune.jsonl and OUT/best.yaml, "
+        "a --config file for `league train`. Settings given as flags or in --config are kept "
+        "fixed.",
     )
     p.add_argument("--minutes", type=float, default=15.0, help="total budget (default 15)")
-    p.add_argument("--trials", type=int, default=5, help="runs, the defaults' included (default 5)")
+    p.add_argument(
+        "--trials",
+        type=int,
+        default=4,
+        help="population size, the defaults' trial included (default 4)",
+    )
+    p.add_argument(
+        "--rounds", type=int, default=3, help="rounds per trial; PBT acts between them (default 3)"
+    )
+    p.add_argument(
+        "--measure",
+        default="auto",
+        choices=("auto", "exact", "win_rate"),
+        help="exact exploitability (NashConv for more players), win rate against --opponents, "
+        "or auto: exact where OpenSpiel computes it (default auto)",
+    )
+    p.add_argument(
+        "--opponents",
+        default="",
+        help="win_rate's reference pool, comma-separated (default: the game's reference opponents)",
+    )
+    p.add_argument(
+        "--score-games",
+        type=int,
+        default=200,
+        help="win_rate's games per seat and opponent (default 200)",
+    )
     p.add_argument("--out", default="runs/tune", help="output folder, new or empty")
     _settings_flags(p)
     add_field_flags(p)

@@ -58,8 +58,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         given_values(args),
         config_file=args.config,
         trials=args.trials,
+        rounds=args.rounds,
         minutes=args.minutes,
         out=Path(args.out),
+        measure=args.measure,
+        opponents=tuple(name for name in args.opponents.split(",") if name),
+        eval_games=args.score_games,
     )
     return 0
 

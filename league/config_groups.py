@@ -205,6 +205,14 @@ class RunSettings:
     default_stop_minutes: float = field(
         default=10.0, metadata=_help("Wall-time budget used when neither stop flag is given.")
     )
+    anneal_minutes: float | None = field(
+        default=None,
+        metadata=_help(
+            "With anneal_over run: the minutes what is left of the schedules spans from this "
+            "start (none = this run's budget). league tune's rounds set it to their trial's "
+            "remaining minutes, so a round anneals only its part."
+        ),
+    )
     seed: int = field(default=0, metadata=_help("Seed for RLlib, evaluation and matchmaking."))
     verbose: bool = field(
         default=False,
@@ -261,7 +269,11 @@ class RunSettings:
     def __post_init__(self) -> None:
         _check_fields(
             self,
-            floats=(("default_stop_minutes", 0.0, None, True), ("stop_minutes", 0.0, None, True)),
+            floats=(
+                ("default_stop_minutes", 0.0, None, True),
+                ("stop_minutes", 0.0, None, True),
+                ("anneal_minutes", 0.0, None, True),
+            ),
             ints=(
                 ("stop_timesteps", 1, 10**15),
                 ("checkpoint_interval", 0, 10**9),

@@ -41,6 +41,22 @@ def test_a_resumed_clock_anneals_what_is_left_over_its_new_budget():
     assert clock.progress() == pytest.approx(1.0)
 
 
+def test_rounds_that_each_anneal_over_what_is_left_of_the_whole_budget_end_on_time():
+    # league tune's rounds: round k of 3 resumes at the progress the last one recorded
+    # and spans the trial's remaining minutes (run.anneal_minutes), not its own.
+    time, rounds, round_s, progress = _FakeTime(), 3, 60.0, 0.0
+    for k in range(rounds):
+        clock = RunClock(
+            1000, budget_seconds=(rounds - k) * round_s, start_progress=progress, now=time
+        )
+        time.now += round_s
+        progress = clock.progress()
+        assert progress == pytest.approx((k + 1) / rounds)
+    assert TrainConfig(env="tictactoe", anneal_minutes=3.0).run.anneal_minutes == 3.0
+    with pytest.raises(ConfigError, match="anneal_minutes"):
+        TrainConfig(env="tictactoe", anneal_minutes=0.0)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -1,8 +1,9 @@
-"""`league tune`: short runs around a game's defaults, scored by the exact measure."""
+"""`league tune`: population-based training (Ray Tune's PBT) of league runs on one game."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -15,59 +16,83 @@ TINY = [
 ]  # fmt: skip
 
 
-def test_tune_scores_each_trial_exactly_and_writes_a_config_of_the_best(
+def test_tune_copies_the_better_trial_into_the_worse_perturbed_and_writes_the_best(
     ray_session, tmp_path, capsys
 ):
     from league.config import resolve_config
     from league.snapshot import load_policy
     from league.tools.openspiel_exploitability import exact_measure
+    from league.training.tune import KNOBS
 
     out = tmp_path / "tune"
-    argv = ["tune", "--env", "kuhn_poker", "--trials", "2", "--minutes", "0.2"]
-    # A flag fixes its setting: the search leaves the learning rate alone.
+    argv = ["tune", "--env", "kuhn_poker", "--trials", "2", "--rounds", "2", "--minutes", "0.8"]
+    # A flag fixes its setting: the population leaves the learning rate alone.
     assert main([*argv, "--out", str(out), "--ppo.lr", "0.001", *TINY]) == 0
     printed = capsys.readouterr().out
-    assert (
-        "trial 0/1: the defaults" in printed and "train with it: league train --config" in printed
-    )
+    assert "population-based training of 2 trials" in printed
+    assert "train with it: league train --config" in printed
 
     rows = [json.loads(line) for line in (out / "tune.jsonl").read_text().splitlines()]
-    assert [r["trial"] for r in rows] == [0, 1]
-    assert rows[0]["settings"] == {}
-    varied = rows[1]["settings"]
-    assert set(varied["ppo"]) == {"entropy_coeff"} and "main_learner_share" in varied["league"]
+    assert sorted((r["trial"], r["round"]) for r in rows) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    first = {r["trial"]: r for r in rows if r["round"] == 1}
+    last = {r["trial"]: r for r in rows if r["round"] == 2}
+    defaults = resolve_config({"game": {"env": "kuhn_poker"}})
+    for knob in KNOBS:
+        if knob.group in first[0]["settings"] and knob.name in first[0]["settings"][knob.group]:
+            assert first[0]["settings"][knob.group][knob.name] == pytest.approx(
+                knob.default(defaults), rel=0.01
+            )  # trial 0 starts with the defaults
+    assert all("lr" not in r["settings"].get("ppo", {}) for r in rows)
     for row in rows:
-        run = out / f"trial_{row['trial']:03d}"
+        assert row["measure"] == "exploitability" and 0 <= row["score"] < 0.5
+        league = row["settings"]["league"]
+        assert math.isclose(sum(v for k, v in league.items() if k.endswith("_prob")), 1.0)
+
+    # After round 1 the worse trial continues from a copy of the better one's run,
+    # with that trial's settings perturbed; the better one goes on as it was.
+    better, worse = sorted(first, key=lambda t: first[t]["score"])
+    assert last[worse]["copied_from"] == f"trial_{better:03d}"
+    assert last[better]["copied_from"] == ""
+    assert last[worse]["settings"] != first[better]["settings"]
+    assert last[better]["settings"] == first[better]["settings"]
+    assert last[worse]["env_steps"] > first[better]["env_steps"]  # went on, did not restart
+    for trial, row in last.items():
+        run = out / "runs" / f"trial_{trial:03d}"
+        # config.json is the run's first: the worse trial's run dir is the better's copy.
         config = json.loads((run / "config.json").read_text())
-        assert config["ppo"]["lr"] == 0.001  # the fixed flag reached every trial
-        for group, values in row["settings"].items():
+        for group, values in first[better]["settings"].items():
             for name, value in values.items():
-                assert config[group][name] == value  # the sampled settings trained
+                assert config[group][name] == pytest.approx(value)
+        # What the learners trained with last, as RLlib reports it: the row's settings.
+        progress = (run / "progress.jsonl").read_text().splitlines()
+        learner = json.loads(progress[-1])["learners"]["main_0"]
+        assert learner["default_optimizer_learning_rate"] == pytest.approx(0.001)  # fixed flag
+        assert learner["curr_entropy_coeff"] == pytest.approx(
+            row["settings"]["ppo"]["entropy_coeff"]
+        )
         main_0 = load_policy(run / "players" / "main_0", game="kuhn_poker")
-        assert row["measure"] == "exploitability" and row["env_steps"] > 0
         assert row["score"] == pytest.approx(exact_measure("kuhn_poker", main_0)[1])
 
-    best = min(rows, key=lambda r: r["score"])
+    best = min(last.values(), key=lambda r: r["score"])
     cfg = resolve_config(config_file=out / "best.yaml")
     assert cfg.game_id == "kuhn_poker" and cfg.ppo.lr == 0.001
-    if best["trial"] == 1:
-        assert cfg.ppo.entropy_coeff == varied["ppo"]["entropy_coeff"]
-        assert cfg.league.main_learner_share == varied["league"]["main_learner_share"]
-    else:
-        assert (
-            cfg.ppo.entropy_coeff
-            == resolve_config({"game": {"env": "kuhn_poker"}}).ppo.entropy_coeff
-        )
-    assert cfg.run.run_dir != str(out / f"trial_{best['trial']:03d}")  # run settings left out
+    assert cfg.ppo.entropy_coeff == pytest.approx(best["settings"]["ppo"]["entropy_coeff"])
+    assert cfg.league.main_learner_share == pytest.approx(
+        best["settings"]["league"]["main_learner_share"]
+    )
+    assert not str(cfg.run.run_dir).startswith(str(out))  # tune's run settings left out
 
 
 @pytest.mark.parametrize(
     ("flags", "complaint"),
     [
         (["--env", "kuhn_poker", "--trials", "1"], "--trials must be 2..100"),
+        (["--env", "kuhn_poker", "--rounds", "0"], "--rounds must be 1..1000"),
         (["--env", "kuhn_poker", "--minutes", "nan"], "--minutes must be"),
         (["--env", "kuhn_poker", "--trials", "50", "--minutes", "1"], "at least 0.1"),
-        (["--env", "tictactoe"], "does not come from OpenSpiel"),
+        (["--env", "tictactoe", "--measure", "exact"], "does not come from OpenSpiel"),
+        (["--env", "tictactoe", "--opponents", "nobody"], "--opponents: unknown opponent"),
+        (["--env", "tictactoe", "--score-games", "0"], "--score-games must be"),
         (["--env", "kuhn_poker", "--run-dir", "elsewhere"], "--run.run-dir"),
         (["--env", "kuhn_poker", "--stop-minutes", "3"], "--run.stop-minutes"),
     ],
@@ -89,30 +114,56 @@ def test_tune_never_writes_into_a_folder_that_holds_something(tmp_path, capsys):
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
-def test_trials_vary_the_knobs_around_the_defaults_and_keep_what_the_user_fixed():
-    from league.config import resolve_config
-    from league.training.tune import sample_trials
+def test_a_game_without_an_exact_measure_is_scored_by_win_rate_against_its_references():
+    from league.training.tune import base_config
 
-    base = resolve_config({"game": {"env": "leduc_poker"}})  # descent: lr and entropy anneal
-    trials = sample_trials(base, fixed=set(), trials=4, seed=0)
-    assert trials[0].settings == {} and len(trials) == 4
-    assert trials == sample_trials(base, fixed=set(), trials=4, seed=0)  # seeded
-    for trial in trials[1:]:
-        ppo = trial.settings["ppo"]
+    cfg, measure, pool = base_config({"game": {"env": "tictactoe"}}, None, "auto", (), 10)
+    assert cfg.game_id == "tictactoe" and measure == "win_rate"
+    assert pool == ("random", "minimax")
+    _, measure, pool = base_config({"game": {"env": "kuhn_poker"}}, None, "auto", (), 10)
+    assert measure == "exact" and pool == ()
+    _, measure, pool = base_config({"game": {"env": "kuhn_poker"}}, None, "win_rate", (), 10)
+    assert measure == "win_rate" and pool == ("random",)
+
+
+def test_knobs_start_around_the_defaults_keep_schedules_and_role_mixes_whole():
+    from league.config import TrainConfig, resolve_config
+    from league.training.tune import initial_values, tuned_knobs
+
+    base = resolve_config({"game": {"env": "leduc_poker"}})  # lr, entropy anneal; magnet on
+    knobs = tuned_knobs(base, fixed=set())
+    keys = {k.key for k in knobs}
+    assert {"ppo.lr", "ppo.entropy_coeff", "ppo.magnet_coeff"} <= keys
+    assert {"league.main_learner_share", "league.main_self_play_prob"} <= keys
+    starts = initial_values(base, knobs, trials=4, seed=0)
+    assert starts == initial_values(base, knobs, trials=4, seed=0)  # seeded
+    assert starts[0] == {k.key: pytest.approx(k.default(base), rel=0.01) for k in knobs}
+    assert len({s["ppo.lr"] for s in starts}) == 4
+    for values in starts[1:]:
+        settings = {}
+        for knob in knobs:
+            low, high = knob.bounds(base)
+            assert low <= values[knob.key] * 1.001 and values[knob.key] <= high * 1.001
+            for group, named in [(knob.group, knob.settings(base, values[knob.key]))]:
+                settings.setdefault(group, {}).update(named)
         # A schedule keeps its shape: its end moves by the same factor as its start.
-        factor = ppo["lr"] / base.ppo.lr
-        assert 2**-1.5 - 0.01 <= factor <= 2**1.5 + 0.01
-        assert ppo["lr_final"] / base.ppo.lr_final == pytest.approx(factor, rel=0.01)
-        factor = ppo["entropy_coeff"] / base.ppo.entropy_coeff
-        assert ppo["entropy_coeff_final"] / base.ppo.entropy_coeff_final == pytest.approx(
-            factor, rel=0.01
-        )
-        assert 0.5 <= trial.settings["league"]["main_learner_share"] <= 0.95
-    assert len({t.settings["ppo"]["lr"] for t in trials[1:]}) == 3
+        factor = settings["ppo"]["lr"] / base.ppo.lr
+        assert settings["ppo"]["lr_final"] / base.ppo.lr_final == pytest.approx(factor, rel=0.01)
+        # The role mix still sums to 1, the other roles in their old proportions.
+        league = settings["league"]
+        assert math.isclose(sum(v for k, v in league.items() if k.endswith("_prob")), 1.0)
+        TrainConfig.from_dict(
+            {"game": {"env": "leduc_poker"}, **settings}, source="test"
+        )  # every start is a valid config
+    # PBT's x1.2 may step past a bound: the setting stays within it.
+    share = next(k for k in knobs if k.name == "main_learner_share")
+    assert share.settings(base, 2.0)["main_learner_share"] == 0.95
 
-    fixed = sample_trials(base, fixed={"ppo.lr", "ppo.entropy_coeff_final"}, trials=3, seed=1)
-    for trial in fixed[1:]:
-        # lr fixed: its knob (lr_final with it) is left alone; a fixed end stays.
-        assert set(trial.settings["ppo"]) == {"entropy_coeff"}
+    fixed = tuned_knobs(base, fixed={"ppo.lr", "league.main_pfsp_prob"})
+    assert {k.key for k in fixed} == keys - {"ppo.lr", "league.main_self_play_prob"}
     selfplay = resolve_config({"game": {"env": "leduc_poker"}, "run": {"mode": "selfplay"}})
-    assert all("league" not in t.settings for t in sample_trials(selfplay, set(), 3, seed=0))
+    assert all(k.group != "league" for k in tuned_knobs(selfplay, set()))
+    kuhn = resolve_config({"game": {"env": "kuhn_poker"}})  # no magnet, no entropy schedule
+    assert {"ppo.magnet_coeff", "ppo.entropy_coeff_final"}.isdisjoint(
+        k.key for k in tuned_knobs(kuhn, set())
+    )

@@ -592,7 +592,7 @@ def run_clock(
             f"runners; they span {cfg.schedule_steps():,d} env steps instead"
         )
         return None
-    clock = RunClock(cfg.schedule_steps(), 60 * minutes, start_progress)
+    clock = RunClock(cfg.schedule_steps(), 60 * (cfg.run.anneal_minutes or minutes), start_progress)
     algo.schedule_clock = clock
     return clock
 
