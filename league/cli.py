@@ -112,6 +112,13 @@ def _tune_parser(sub: argparse._SubParsersAction) -> None:
         default=200,
         help="win_rate's games per seat and opponent (default 200)",
     )
+    p.add_argument(
+        "--score-snapshots",
+        type=int,
+        default=1,
+        help="score a round by the mean over the main and its K-1 latest snapshots, "
+        "steadier than the last iterate alone (default 1: the main)",
+    )
     p.add_argument("--out", default="runs/tune", help="output folder, new or empty")
     _settings_flags(p)
     add_field_flags(p)

@@ -64,6 +64,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         measure=args.measure,
         opponents=tuple(name for name in args.opponents.split(",") if name),
         eval_games=args.score_games,
+        score_snapshots=args.score_snapshots,
     )
     return 0
 

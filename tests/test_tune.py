@@ -20,16 +20,19 @@ def test_tune_copies_the_better_trial_into_the_worse_perturbed_and_writes_the_be
     ray_session, tmp_path, capsys
 ):
     from league.config import resolve_config
+    from league.run import RunDir
     from league.snapshot import load_policy
     from league.tools.openspiel_exploitability import exact_measure
-    from league.training.tune import KNOBS
+    from league.training.tune import KNOBS, scored_policy_dirs
 
     out = tmp_path / "tune"
     argv = ["tune", "--env", "kuhn_poker", "--trials", "2", "--rounds", "2", "--minutes", "0.8"]
     # A flag fixes its setting: the population leaves the learning rate alone.
+    argv += ["--score-snapshots", "2", "--league.snapshot-step-budget", "500"]
     assert main([*argv, "--out", str(out), "--ppo.lr", "0.001", *TINY]) == 0
     printed = capsys.readouterr().out
     assert "population-based training of 2 trials" in printed
+    assert "mean over it and its 1 latest snapshots" in printed
     assert "train with it: league train --config" in printed
 
     rows = [json.loads(line) for line in (out / "tune.jsonl").read_text().splitlines()]
@@ -70,8 +73,13 @@ def test_tune_copies_the_better_trial_into_the_worse_perturbed_and_writes_the_be
         assert learner["curr_entropy_coeff"] == pytest.approx(
             row["settings"]["ppo"]["entropy_coeff"]
         )
-        main_0 = load_policy(run / "players" / "main_0", game="kuhn_poker")
-        assert row["score"] == pytest.approx(exact_measure("kuhn_poker", main_0)[1])
+        # The score: the mean over the main and its latest snapshot, as they were then.
+        scored = scored_policy_dirs(RunDir(run), 2)
+        assert [p.name for p in scored][0] == "main_0" and "@" in scored[1].name
+        expected = [
+            exact_measure("kuhn_poker", load_policy(p, game="kuhn_poker"))[1] for p in scored
+        ]
+        assert row["score"] == pytest.approx(sum(expected) / 2)
 
     best = min(last.values(), key=lambda r: r["score"])
     cfg = resolve_config(config_file=out / "best.yaml")
@@ -93,6 +101,7 @@ def test_tune_copies_the_better_trial_into_the_worse_perturbed_and_writes_the_be
         (["--env", "tictactoe", "--measure", "exact"], "does not come from OpenSpiel"),
         (["--env", "tictactoe", "--opponents", "nobody"], "--opponents: unknown opponent"),
         (["--env", "tictactoe", "--score-games", "0"], "--score-games must be"),
+        (["--env", "kuhn_poker", "--score-snapshots", "0"], "--score-snapshots must be 1..100"),
         (["--env", "kuhn_poker", "--run-dir", "elsewhere"], "--run.run-dir"),
         (["--env", "kuhn_poker", "--stop-minutes", "3"], "--run.stop-minutes"),
     ],
@@ -167,3 +176,21 @@ def test_knobs_start_around_the_defaults_keep_schedules_and_role_mixes_whole():
     assert {"ppo.magnet_coeff", "ppo.entropy_coeff_final"}.isdisjoint(
         k.key for k in tuned_knobs(kuhn, set())
     )
+
+
+def test_a_round_is_scored_over_the_main_and_its_latest_snapshots(tmp_path):
+    from league.run import RunDir
+    from league.training.tune import scored_policy_dirs
+
+    run = RunDir(tmp_path / "run")
+    for name in ("main_0@1", "main_0@2", "main_0@10", "main_exploiter_0@11"):
+        (run.snapshots / name).mkdir(parents=True)
+    main = run.player_dir("main_0")
+    assert scored_policy_dirs(run, 1) == [main]
+    # Versions by number (10 after 2), the main's own only.
+    assert scored_policy_dirs(run, 3) == [
+        main,
+        run.snapshots / "main_0@2",
+        run.snapshots / "main_0@10",
+    ]
+    assert len(scored_policy_dirs(run, 100)) == 4  # fewer snapshots than asked: all of them
