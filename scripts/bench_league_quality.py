@@ -119,9 +119,7 @@ def steps(run: RunDir) -> tuple[int, int]:
 
 def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
     """The main's last ``count`` snapshots (by version), oldest first; none in self-play."""
-    ids = {p: parse_module_id(p.name) for p in run.snapshot_dirs()}
-    mains = [p for p, mid in ids.items() if mid.player == MAIN]
-    return sorted(mains, key=lambda p: ids[p].version)[-count:]
+    return run.latest_snapshot_dirs(MAIN, count)
 
 
 def n_player_openspiel(game: str) -> bool:

@@ -194,3 +194,7 @@ def test_a_round_is_scored_over_the_main_and_its_latest_snapshots(tmp_path):
         run.snapshots / "main_0@10",
     ]
     assert len(scored_policy_dirs(run, 100)) == 4  # fewer snapshots than asked: all of them
+    assert run.latest_snapshot_dirs("main_exploiter_0", 2) == [
+        run.snapshots / "main_exploiter_0@11"
+    ]
+    assert run.latest_snapshot_dirs("main_0", 0) == []

@@ -108,6 +108,16 @@ class RunDir:
         """Every saved frozen snapshot, sorted by id."""
         return sorted(p for p in self.snapshots.glob("*@*") if p.is_dir())
 
+    def latest_snapshot_dirs(self, player: str, count: int) -> list[Path]:
+        """The ``count`` latest snapshots of trainable ``player`` (by version, not by
+        name: @10 after @2), oldest first."""
+        versions = {}
+        for path in self.snapshot_dirs():
+            module = parse_module_id(path.name)
+            if module.player == player:
+                versions[path] = module.version
+        return sorted(versions, key=versions.__getitem__)[-count:] if count > 0 else []
+
     def latest_checkpoint(self) -> dict[str, Any]:
         if not self.path.is_dir():
             raise RunDirError(f"run dir {str(self.path)!r} does not exist")

@@ -48,7 +48,7 @@ import numpy as np
 import yaml
 
 from league.config import ConfigError, TrainConfig, resolve_config
-from league.core.ids import MAIN, parse_module_id, player_id
+from league.core.ids import MAIN, player_id
 from league.presets import merge_settings
 from league.run import RunDir
 from league.snapshot import load_policy
@@ -522,13 +522,7 @@ def run_trial(config: dict[str, Any], plan: TunePlan) -> None:
 def scored_policy_dirs(run: RunDir, count: int) -> list[Path]:
     """The main's folder and those of its ``count - 1`` latest snapshots."""
     main = player_id(MAIN, 0)
-    versions = {}
-    for path in run.snapshot_dirs():
-        module = parse_module_id(path.name)
-        if module.player == main:
-            versions[path] = module.version
-    latest = sorted(versions, key=versions.__getitem__)[-(count - 1) :] if count > 1 else []
-    return [run.player_dir(main), *latest]
+    return [run.player_dir(main), *run.latest_snapshot_dirs(main, count - 1)]
 
 
 def score_main(cfg: TrainConfig, plan: TunePlan) -> tuple[str, float]:
