@@ -23,6 +23,7 @@ from league.training.algorithm import (
     env_runner_class,
     snapshot_module_spec,
 )
+from league.training.batched_base import in_last_windows
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.env_runner import LeagueEnvRunner, PlanMapping
 from league.training.parallel_env_runner import BatchedSimultaneousEnvRunner
@@ -150,3 +151,43 @@ def test_runner_choice():
     assert env_runner_class(rps.replace(env_runner="rllib")) is LeagueEnvRunner
     with pytest.raises(ConfigError, match="env_runner|runner"):
         TrainConfig.from_dict({"env": "tictactoe", "env_runner": "fast"})
+
+
+def test_logging_only_the_last_windows_leaves_rllibs_windowed_metrics_unchanged():
+    """`in_last_windows` keeps an item when any of its keys still has it among that
+    key's last `window` values: RLlib's windowed stats (mean, min, max over a deque
+    of the last `window` values per key) then reduce to exactly what logging every
+    item gives, for the overall key and for keys that appear in few items."""
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    rng = np.random.default_rng(0)
+    window = 5
+    items = []
+    for _ in range(200):
+        keys = [
+            None,
+            *(
+                ("module", m)
+                for m in rng.choice(
+                    ["main_0", "s1", "s2", "rare"], 2, replace=False, p=[0.5, 0.3, 0.19, 0.01]
+                )
+            ),
+        ]
+        items.append((keys, float(rng.normal())))
+    every, kept = MetricsLogger(), MetricsLogger()
+
+    def log(logger, keys, value):
+        for key in keys:
+            name = "all" if key is None else key[1]
+            for reduce in ("mean", "min", "max"):
+                logger.log_value((reduce, name), value, reduce=reduce, window=window)
+
+    for keys, value in items:
+        log(every, keys, value)
+    keep = in_last_windows([keys for keys, _ in items], window)
+    assert keep == sorted(keep) and len(keep) < len(items) / 4
+    for index in keep:
+        log(kept, *items[index])
+    assert kept.reduce() == every.reduce()
+    # A key met only long ago still gets its values logged.
+    assert any(("module", "rare") in items[i][0] for i in keep)

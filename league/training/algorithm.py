@@ -32,7 +32,7 @@ from league.core.matchmaking import MatchmakingPlan, build_plan
 from league.core.seats import SeatLayout
 from league.training.batched_env_runner import BatchedLeagueEnvRunner
 from league.training.data_parallel import DataParallelAPPOConfig, DataParallelPPOConfig
-from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping
+from league.training.env_runner import LeagueEnvRunner, MatchRecorder, PlanMapping, SelfPlayMapping
 from league.training.parallel_env_runner import BatchedSimultaneousEnvRunner
 from league.training.sample_ahead import SampleAheadPPO
 from rlmodules.league_learner import LeagueAPPOLearner, LeaguePPOLearner
@@ -50,17 +50,6 @@ from rlmodules.world_model import WORLD_MODEL_ID, world_model_spec
 
 MAIN_PLAYER = "main_0"
 """The main player of a game with one side (every two-player game)."""
-
-
-class SelfPlayMapping:
-    """Plain self-play: every seat is played by its side's one main player
-    (`main_0`, or `<side>.main_0` in a game with several sides)."""
-
-    def __init__(self, layout: SeatLayout):
-        self.main_of = {seat: player_id(MAIN, 0, layout.side_of(seat)) for seat in layout.seats}
-
-    def __call__(self, agent_id: Any, episode: Any, **kwargs: Any) -> str:
-        return self.main_of[agent_id]
 
 
 def main_players(cfg: TrainConfig) -> list[str]:

@@ -29,6 +29,9 @@ Differences from RLlib's runner, on purpose:
   RLlib's `weights_seq_no` column, which no learner reads, and no spaces.
 - RLlib's per-episode callbacks (`on_episode_start/step/end`) are not called: the
   league's one use of them, the match record, is made here directly.
+- Of the finished games, `get_metrics` logs only those whose values RLlib's
+  windowed episode metrics still hold (`in_last_windows`): the reduced metrics are
+  the same, without a logging call per game of a game that ends every few steps.
 - Seeds: with a `seed`, the first game of copy i starts from RLlib's first reset
   seed for it (the runner's seed + i), so a seeded run's first games are the ones
   RLlib's runner would play; every later game from the runner's own generator.
@@ -36,9 +39,11 @@ Differences from RLlib's runner, on purpose:
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,9 +66,16 @@ from ray.rllib.utils.metrics import (
 )
 
 from envs.spaces import MASK_KEY, OBS_KEY
-from league.training.env_runner import LeagueEnvRunner, PlanMapping, match_record
+from league.training.env_runner import (
+    LeagueEnvRunner,
+    PlanMapping,
+    SelfPlayMapping,
+    match_record,
+)
 
 Move = tuple[int, dict[str, Any]]
+AGENT, MODULE = "agent", "module"
+"""Kinds of per-episode metric keys (`in_last_windows`)."""
 """An action and the extra model outputs stored with it (logits, log-prob)."""
 
 
@@ -133,8 +145,14 @@ class BatchedGamesRunner(LeagueEnvRunner):
     @override(MultiAgentEnvRunner)
     def get_metrics(self) -> dict:
         # Games are whole episodes here (never cut into chunks), so each one is
-        # logged as RLlib's runner logs a finished episode, by its own logger.
-        for episode, duration in self._finished_for_metrics:
+        # logged as RLlib's runner logs a finished episode, by its own logger; but
+        # only those whose values RLlib's windows still hold (see `in_last_windows`).
+        finished = self._finished_for_metrics
+        keep = in_last_windows(
+            [_episode_metric_keys(episode) for episode, _ in finished],
+            _episode_metrics_window(self.config),
+        )
+        for episode, duration in (finished[index] for index in keep):
             module_returns: Counter[str] = Counter()
             for sa in episode.agent_episodes.values():
                 module_returns[sa.module_id] += sa.get_return()
@@ -221,7 +239,7 @@ class BatchedGamesRunner(LeagueEnvRunner):
         )
         game.episode_id = uuid.uuid4().hex
         mapping = self.config.policy_mapping_fn
-        if isinstance(mapping, PlanMapping):  # the league: one draw per game, no episode
+        if isinstance(mapping, PlanMapping | SelfPlayMapping):  # one call per game
             game.modules = mapping.assignment(game.episode_id)
         else:
             seat_finder = MultiAgentEpisode(id_=game.episode_id)  # the mapping's one input
@@ -319,6 +337,44 @@ class BatchedGamesRunner(LeagueEnvRunner):
         for module_id, steps in module_steps.items():
             log((NUM_MODULE_STEPS_SAMPLED, module_id), steps, reduce="sum")
             log((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum")
+
+
+def in_last_windows(keys_per_item: Sequence[Iterable[Hashable]], window: int) -> list[int]:
+    """Indices, in order, of the items whose values a window of the last `window`
+    values per key still holds after all items are logged in order.
+
+    RLlib logs every finished episode's metrics into windowed stats (a deque of the
+    last `window` values per key: the episode return, each agent's and each module's
+    return), so logging just these items leaves every window exactly as logging all
+    of them would. Poker games end every few steps: logging each of thousands of
+    episodes per `sample()` cost more than building them.
+    """
+    seen: Counter[Hashable] = Counter()
+    keep: list[int] = []
+    for index in range(len(keys_per_item) - 1, -1, -1):
+        keys = keys_per_item[index]
+        if any(seen[key] < window for key in keys):
+            keep.append(index)
+        seen.update(keys)
+    return keep[::-1]
+
+
+def _episode_metric_keys(episode: MultiAgentEpisode) -> list[Hashable]:
+    """The windowed keys RLlib's `_log_episode_metrics` writes for an episode: the
+    episode's own (length, return, duration), each agent's and each module's."""
+    return [
+        None,
+        *((AGENT, agent) for agent in episode.agent_episodes),
+        *((MODULE, sa.module_id) for sa in episode.agent_episodes.values()),
+    ]
+
+
+def _episode_metrics_window(config: Any) -> int:
+    """The window RLlib's `MultiAgentEnvRunner._log_episode_metrics` gives an episode's
+    metrics: the smoothing window shared among the env runners."""
+    return max(
+        1, math.ceil(config.metrics_num_episodes_for_smoothing / (config.num_env_runners or 1))
+    )
 
 
 def episode_of(game: GameInPlay) -> MultiAgentEpisode:

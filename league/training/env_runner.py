@@ -19,8 +19,10 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.annotations import override
 
+from league.core.ids import MAIN, player_id
 from league.core.match import outcomes_from_ranks, team_ranks
 from league.core.matchmaking import MatchmakingPlan
+from league.core.seats import SeatLayout
 
 
 class PlanMapping:
@@ -49,6 +51,20 @@ class PlanMapping:
 
     def __call__(self, agent_id: str, episode: Any, **kwargs: Any) -> str:
         return self.assignment(episode.id_)[agent_id]
+
+
+class SelfPlayMapping:
+    """Plain self-play: every seat is played by its side's one main player
+    (`main_0`, or `<side>.main_0` in a game with several sides)."""
+
+    def __init__(self, layout: SeatLayout):
+        self.main_of = {seat: player_id(MAIN, 0, layout.side_of(seat)) for seat in layout.seats}
+
+    def assignment(self, episode_id: str) -> dict[str, str]:
+        return dict(self.main_of)
+
+    def __call__(self, agent_id: Any, episode: Any, **kwargs: Any) -> str:
+        return self.main_of[agent_id]
 
 
 def _is_hex(text: str) -> bool:
