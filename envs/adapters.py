@@ -16,7 +16,7 @@ from gymnasium.utils import seeding
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv, PettingZooEnv
 
-from envs.openspiel import observation_for
+from envs.openspiel import observation_for, play_chance
 from envs.registry import add_import_roots, get_game
 
 
@@ -182,9 +182,7 @@ class OpenSpielGameEnv(MultiAgentEnv):
             self._pending[index] += reward
 
     def _play_chance(self) -> None:
-        while self._state.is_chance_node():
-            actions, probs = zip(*self._state.chance_outcomes(), strict=True)
-            self._state.apply_action(int(self._np_random.choice(actions, p=probs)))
+        play_chance(self._state, self._np_random)
 
     def _observe(self, seat: int, terminal: bool = False) -> tuple[Any, dict[str, Any]]:
         """The seat's masked observation and its info (the mask, as shimmy's); at the

@@ -5,7 +5,9 @@ here (shimmy 2.0.1): its `reset` reloads the game by short name, dropping the
 parameters of `leduc_poker(players=2)`-style games, and it counts chance nodes
 against `max_game_length()` (which excludes them), so kuhn_poker was truncated
 after its first move; its end-of-game steps counted one seat's final reward twice
-or not at all, so PettingZoo's own `_was_dead_step` takes them. Everything else (chance sampling, masks in `info`, rewards,
+or not at all, so PettingZoo's own `_was_dead_step` takes them. Chance outcomes are
+drawn by `play_chance` (shimmy's draw cost more than the rest of a poker step), from
+the generator `reset` seeds, as shimmy's. Everything else (masks in `info`, rewards,
 seat order) is shimmy's.
 
 Shimmy gives a seat the game's `observation_tensor` when the game has one. For
@@ -71,6 +73,23 @@ def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
             f"OpenSpiel game {name!r} provides no observation tensor to learn from"
         )
     return game
+
+
+def play_chance(state: Any, rng: np.random.Generator) -> None:
+    """Applies chance outcomes, each drawn by its probability, until a seat is to move
+    (or the game ends). One uniform number per draw against the running sum of the
+    probabilities: numpy's `choice(..., p=...)` validates `p` on every call, about
+    6 us each, and a poker deal is several draws every few steps."""
+    while state.is_chance_node():
+        outcomes = state.chance_outcomes()
+        threshold, total = rng.random(), 0.0
+        action = outcomes[-1][0]  # if rounding left the sum short of the draw
+        for candidate, probability in outcomes:
+            total += probability
+            if threshold < total:
+                action = candidate
+                break
+        state.apply_action(action)
 
 
 def _uses_information_state(game: Any) -> bool:
@@ -146,9 +165,7 @@ def _openspiel_env_class() -> type:
             super().step(action)
 
         def _execute_chance_node(self) -> None:
-            while self.game_state.is_chance_node():
-                actions, probs = zip(*self.game_state.chance_outcomes(), strict=True)
-                self.game_state.apply_action(int(self.np_random.choice(actions, p=probs)))
+            play_chance(self.game_state, self.np_random)
 
     return OpenSpielEnv
 

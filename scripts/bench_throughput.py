@@ -106,21 +106,19 @@ def raw_pettingzoo_steps_per_s(game: str, seconds: float, seed: int = 0) -> floa
 def raw_pyspiel_steps_per_s(game: str, seconds: float, seed: int = 0) -> float:
     """Decisions/s of uniform random legal play on the OpenSpiel game itself (pyspiel's
     states, chance outcomes by their probabilities): no observation, no mask."""
-    from envs.openspiel import load_openspiel_game
+    from envs.openspiel import load_openspiel_game, play_chance
 
     rng = np.random.default_rng(seed)
     spiel = load_openspiel_game(get_game(game).openspiel)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         state = spiel.new_initial_state()
+        play_chance(state, rng)
         while not state.is_terminal():
-            if state.is_chance_node():
-                actions, probs = zip(*state.chance_outcomes(), strict=True)
-                state.apply_action(int(rng.choice(actions, p=probs)))
-            else:
-                legal = state.legal_actions()
-                state.apply_action(legal[int(rng.integers(len(legal)))])
-                steps += 1
+            legal = state.legal_actions()
+            state.apply_action(legal[int(rng.integers(len(legal)))])
+            steps += 1
+            play_chance(state, rng)
     return steps / (time.perf_counter() - start)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from pettingzoo.test import api_test, parallel_api_test
@@ -225,3 +227,24 @@ def test_move_checks_are_skipped_only_when_they_are_all_there_is():
         pass
 
     assert game_below_move_checks(CountingMoves(tictactoe_v3.env())) is None
+
+
+def test_chance_outcomes_are_drawn_by_their_probabilities():
+    """`play_chance` deals until a seat is to move, each outcome as often as
+    OpenSpiel's probabilities say (Kuhn poker: three cards, then two)."""
+    import pyspiel
+
+    from envs.openspiel import play_chance
+
+    game = pyspiel.load_game("kuhn_poker")
+    rng = np.random.default_rng(0)
+    deals = Counter()
+    draws = 6000
+    for _ in range(draws):
+        state = game.new_initial_state()
+        play_chance(state, rng)
+        assert not state.is_chance_node() and state.current_player() == 0
+        deals[tuple(state.history())] += 1
+    assert len(deals) == 6  # every ordered pair of distinct cards
+    for count in deals.values():
+        assert abs(count / draws - 1 / 6) < 0.02
