@@ -11,8 +11,10 @@ allows it:
   best response), W/D/L against a uniformly random player and, for the league, the
   sampled exploitability's mean and max per seat over the main's last `--late-snapshots`
   snapshots (the final iterate alone swings from 0.03 to 0.8 between snapshots);
-- kuhn_poker, leduc_poker (OpenSpiel): exact exploitability (OpenSpiel's own
-  `exploitability`, NashConv/2) of the main and, for the league, of its two
+- kuhn_poker, leduc_poker and any other two-player OpenSpiel game whose tree an exact
+  best response can walk (`openspiel:goofspiel(num_cards=4)`, `openspiel:liars_dice`):
+  exact exploitability (OpenSpiel's own `exploitability`, NashConv/2; uniform play's
+  beside it) of the main and, for the league, of its two
   mixtures over snapshots and players (`league export --mixture --solver nash` and
   `least-exploitable`, reach-weighted) and the mean and max over the main's last
   `--late-snapshots` snapshots;
@@ -47,6 +49,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import subprocess
 import sys
 import time
@@ -68,7 +71,7 @@ from league.tools.exploitability import greedy, rps_exploitability, tictactoe_ex
 from league.tools.least_exploitable import MAX_HISTORIES
 from league.tools.mixtures import weighable
 from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
-from league.tools.openspiel_exploitability import game_tree_size, nash_conv
+from league.tools.openspiel_exploitability import game_tree_size, nash_conv, uniform_measure
 from league.tools.results import append_result
 from league.tools.tactics import connect_four_tactics
 
@@ -79,7 +82,9 @@ Row = tuple[str, str, int, int, dict[str, float]]  # game, label, env steps, mai
 
 
 def run_name(game: str, mode: str, seed: int | None) -> str:
-    return f"{game}-{mode}" if seed is None else f"{game}-{mode}-seed{seed}"
+    # A game reference such as openspiel:goofspiel(num_cards=4) as one plain file name.
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", game).strip("_")
+    return f"{name}-{mode}" if seed is None else f"{name}-{mode}-seed{seed}"
 
 
 def label_of(mode: str, seed: int | None) -> str:
@@ -170,15 +175,17 @@ def measure(game: str, run: RunDir, args: argparse.Namespace) -> dict[str, float
         for seat in evaluate(game, policy, RandomPlayer(), args.random_games, seed=1):
             row[f"losses vs random ({seat.seat})"] = float(seat.losses)
         row |= late_snapshots(game, run, args.late_snapshots)
-    elif game in ("kuhn_poker", "leduc_poker"):
-        row["exploitability"] = openspiel_exploitability(game, policy)
-        if run.store_file.is_file():
-            row |= mixtures(game, run)
-        row |= late_snapshots(game, run, args.late_snapshots)
     elif n_player_openspiel(game):
         row["NashConv"] = nash_conv(game, policy)
         if run.store_file.is_file():
             row |= mixtures(game, run, solvers=("alpharank", "least-exploitable"))
+        row |= late_snapshots(game, run, args.late_snapshots)
+    elif get_game(game).openspiel is not None and game_tree_size(game) is not None:
+        # Any two-player OpenSpiel game whose tree an exact best response can walk.
+        row["exploitability"] = openspiel_exploitability(game, policy)
+        row["uniform play's"] = uniform_measure(game)
+        if run.store_file.is_file():
+            row |= mixtures(game, run)
         row |= late_snapshots(game, run, args.late_snapshots)
     elif game == "connect_four":
         tactics = connect_four_tactics(policy, games=args.tactics_games, seed=3)
