@@ -14,7 +14,7 @@ from league.cli import main
 from league.config import TrainConfig
 from league.snapshot import load_policy
 from league.tools.evaluation import evaluate
-from league.tools.openspiel_exploitability import exploitability, uniform_exploitability
+from league.tools.openspiel_exploitability import exploitability, uniform_measure
 
 NIM = "toy_games:nim"
 TINY = [
@@ -104,7 +104,7 @@ def test_masks_in_info_are_honoured_on_leduc_poker():
 
 
 @pytest.mark.parametrize(("game", "uniform"), [("kuhn_poker", 0.458333), ("leduc_poker", 2.373611)])
-def test_uniform_exploitability_is_openspiels(game, uniform):
+def test_uniform_measure_is_openspiels(game, uniform):
     """A network whose output is flat plays uniformly: its exploitability is OpenSpiel's."""
     import torch
 
@@ -118,8 +118,8 @@ def test_uniform_exploitability_is_openspiels(game, uniform):
         torch.nn.init.zeros_(p)
     weights = {POLICY_PREFIX + k: v for k, v in net.state_dict().items()}
     policy = SnapshotPolicy(player_metadata(game, model, "main_0", 0), weights)
-    assert exploitability(game, policy) == pytest.approx(uniform_exploitability(game), abs=1e-9)
-    assert uniform_exploitability(game) == pytest.approx(uniform, abs=1e-5)
+    assert exploitability(game, policy) == pytest.approx(uniform_measure(game), abs=1e-9)
+    assert uniform_measure(game) == pytest.approx(uniform, abs=1e-5)
 
 
 def test_import_path_game_trains_in_league_mode_and_exports(ray_session, tmp_path, capsys):
@@ -182,7 +182,7 @@ def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_pa
         assert "least-exploitable mixture" in capsys.readouterr().out
         nash_ex = exploitability(game, load_policy(nash))
         least_ex = exploitability(game, load_policy(least))
-        assert 0.0 <= nash_ex < uniform_exploitability(game) + 1.0
+        assert 0.0 <= nash_ex < uniform_measure(game) + 1.0
         assert least_ex <= nash_ex + 1e-3  # same members, weighed against every opponent
     dest = tmp_path / "export"
     assert main(["export", "--run-dir", str(run), "--player", "main_0", "--out", str(dest)]) == 0
