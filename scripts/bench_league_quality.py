@@ -122,11 +122,6 @@ def steps(run: RunDir) -> tuple[int, int]:
     return total, int(mains[0]["steps"]) if mains else 0
 
 
-def late_main_snapshots(run: RunDir, count: int) -> list[Path]:
-    """The main's last ``count`` snapshots (by version), oldest first; none in self-play."""
-    return run.latest_snapshot_dirs(MAIN, count)
-
-
 def n_player_openspiel(game: str) -> bool:
     spiel = get_game(game).openspiel
     return spiel is not None and len(game_layout(game).teams) > 2
@@ -136,7 +131,7 @@ def late_snapshots(game: str, run: RunDir, count: int) -> dict[str, float]:
     """Exploitability over the main's last snapshots (tictactoe: sampled, each seat;
     poker: OpenSpiel's): the final main is one draw from a last iterate that swings
     between snapshots."""
-    policies = [load_policy(path, game=game) for path in late_main_snapshots(run, count)]
+    policies = [load_policy(path, game=game) for path in run.latest_snapshot_dirs(MAIN, count)]
     if not policies:
         return {}
     if game == "tictactoe":
