@@ -75,6 +75,21 @@ def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
     return game
 
 
+def needs_mixed_play(name: str, params: dict[str, Any] | None = None) -> bool | None:
+    """Whether an OpenSpiel game, as the league plays it, may need mixed play at
+    equilibrium: it hides something from a seat (imperfect information; a
+    simultaneous game's turn-based conversion hides the moves made at once). A
+    sequential game of perfect information has a pure equilibrium (Zermelo); these
+    may not, so the league's defaults keep their policies stochastic. None: no game."""
+    import pyspiel
+
+    try:
+        kind = load_openspiel_game(name, params).get_type()
+    except OpenSpielGameError:
+        return None
+    return kind.information != pyspiel.GameType.Information.PERFECT_INFORMATION
+
+
 def play_chance(state: Any, rng: np.random.Generator) -> None:
     """Applies chance outcomes, each drawn by its probability, until a seat is to move
     (or the game ends). One uniform number per draw against the running sum of the

@@ -20,6 +20,8 @@ CLI gets them.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
 import tomllib
 import types
 import typing
@@ -30,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from envs.openspiel import PREFIX as OPENSPIEL_PREFIX
+from envs.openspiel import needs_mixed_play
 from envs.opponents import make_opponent
 from envs.registry import canonical_game, get_game
 from league.config_groups import (
@@ -54,6 +58,7 @@ from league.core.seats import SeatLayout
 from league.presets import (
     PresetError,
     game_settings,
+    kind_settings,
     merge_settings,
     preset_names,
     preset_settings,
@@ -163,8 +168,8 @@ class TrainConfig:
 
     Built from keyword arguments only: a group as a mapping or its object
     (`ppo={"lr": 1e-3}`), or a setting by its own name (`lr=1e-3`, the same). The
-    values not given come from the preset named, then the game's measured settings,
-    then the field defaults (the module doc's order). `dataclasses.replace` gives
+    values not given come from the preset named, then the game's measured settings (or
+    its kind's, outside the registry), then the field defaults (the module doc's order). `dataclasses.replace` gives
     every group, so it keeps the values it is given: a replaced `game` keeps the old
     game's settings.
     """
@@ -386,6 +391,20 @@ def stored_settings(top: Mapping[str, Any]) -> dict[str, Any]:
     return merge_settings(stored, {"run": {"run_dir": run_dir}})
 
 
+def game_kind(game: str, kwargs: Mapping[str, Any]) -> str:
+    """The kind of a game outside the registry (league/presets.yaml, `kinds`), or ''."""
+    if game.startswith(OPENSPIEL_PREFIX) and _mixed_play(
+        game[len(OPENSPIEL_PREFIX) :], json.dumps(dict(kwargs), sort_keys=True)
+    ):
+        return "mixed_play"
+    return ""
+
+
+@functools.lru_cache(maxsize=64)
+def _mixed_play(name: str, params: str) -> bool | None:
+    return needs_mixed_play(name, json.loads(params))
+
+
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
     """Grouped `values` over the `--preset` they name over their game's measured
     settings (`league/presets.yaml`); groups merge key by key."""
@@ -396,8 +415,9 @@ def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
     kwargs = game_group.get("env_kwargs", {})
     if not isinstance(game, str) or not isinstance(kwargs, dict):
         return values  # GameSettings names the problem
-    game, _ = canonical_game(game, kwargs)
-    defaults = game_settings(game)  # presets.yaml is grouped (tests/test_presets.py)
+    game, kwargs = canonical_game(game, kwargs)
+    # presets.yaml is grouped (tests/test_presets.py)
+    defaults = game_settings(game) or kind_settings(game_kind(game, kwargs))
     preset = game_group.get("preset")
     if isinstance(preset, str):
         try:

@@ -4,7 +4,8 @@ The registry (`envs/registry.py`) knows games: how to make them, their seats and
 teams, their reference bots. What a game was measured to train best with lives here,
 as data, each value beside the figure that justified it (`evidence`). A preset is a
 named bundle of settings (`board`, `poker`, `descent`) that `--preset NAME` applies to
-any game; a registry game's entry names the preset it builds on and adds its own.
+any game; a registry game's entry names the preset it builds on and adds its own. A
+game outside the registry gets the entry of its kind (`kinds`), if any.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def _data() -> dict[str, Any]:
     if len(raw) > MAX_PRESETS_BYTES:
         raise PresetError(f"{PRESETS_FILE}: {len(raw):,} bytes is more than {MAX_PRESETS_BYTES:,}")
     data = yaml.safe_load(raw)
-    if not isinstance(data, dict) or not {"presets", "games"} <= set(data):
-        raise PresetError(f"{PRESETS_FILE}: must map 'presets' and 'games'")
+    if not isinstance(data, dict) or not {"presets", "games", "kinds"} <= set(data):
+        raise PresetError(f"{PRESETS_FILE}: must map 'presets', 'games' and 'kinds'")
     return data
 
 
@@ -63,19 +64,28 @@ def preset_settings(name: str) -> dict[str, Any]:
     return merge_settings(base, entry.get("settings") or {})
 
 
-def game_settings(game: str) -> dict[str, Any]:
-    """A registry game's measured settings (its preset, then its own), or {}."""
-    entry = _data()["games"].get(game)
+def _entry_settings(entry: Mapping[str, Any] | None) -> dict[str, Any]:
     if entry is None:
         return {}
     base = preset_settings(entry["preset"]) if entry.get("preset") else {}
     return merge_settings(base, entry.get("settings") or {})
 
 
+def game_settings(game: str) -> dict[str, Any]:
+    """A registry game's measured settings (its preset, then its own), or {}."""
+    return _entry_settings(_data()["games"].get(game))
+
+
+def kind_settings(kind: str) -> dict[str, Any]:
+    """The measured settings of a kind of game outside the registry, or {}."""
+    return _entry_settings(_data()["kinds"].get(kind))
+
+
 def evidence(name: str) -> list[dict[str, Any]]:
-    """The evidence items of a preset or a game entry (and of the preset it uses)."""
+    """The evidence items of a preset, a game or a kind entry (and of the preset it
+    uses)."""
     data = _data()
-    entry = data["presets"].get(name) or data["games"].get(name) or {}
+    entry = data["presets"].get(name) or data["games"].get(name) or data["kinds"].get(name) or {}
     own = list(entry.get("evidence") or [])
     parent = entry.get("base") or entry.get("preset")
     return (evidence(parent) if parent else []) + own
@@ -83,3 +93,7 @@ def evidence(name: str) -> list[dict[str, Any]]:
 
 def game_entries() -> tuple[str, ...]:
     return tuple(_data()["games"])
+
+
+def kind_entries() -> tuple[str, ...]:
+    return tuple(_data()["kinds"])

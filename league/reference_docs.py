@@ -65,8 +65,10 @@ def configuration_page() -> str:
         "",
         "Every path resolves settings in one order (`league.config.resolve_config`), highest",
         "first: flags (or keyword arguments), `--config`, with `--resume` the run's stored",
-        "config, `--preset`, the game's measured settings (`league/presets.yaml`), then the",
-        "defaults below. `TrainConfig(env=...)` in Python resolves the same way.",
+        "config, `--preset`, the game's measured settings (`league/presets.yaml`; for a game",
+        "outside the registry, its kind's: an OpenSpiel game that may need mixed play,",
+        "imperfect information or simultaneous moves, gets `descent`), then the defaults",
+        "below. `TrainConfig(env=...)` in Python resolves the same way.",
     ]
     sections = {f.name: f for f in dataclasses.fields(TrainConfig)}
     for group, rows in groups.items():

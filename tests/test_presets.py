@@ -8,7 +8,16 @@ import pytest
 from envs.registry import REGISTRY_NAMES
 from league.cli import build_parser, main, train_config_from_args
 from league.config import ConfigError, TrainConfig
-from league.presets import evidence, game_entries, game_settings, preset_names, preset_settings
+from league.config_groups import PPOSettings
+from league.presets import (
+    evidence,
+    game_entries,
+    game_settings,
+    kind_entries,
+    kind_settings,
+    preset_names,
+    preset_settings,
+)
 
 
 def _flatten(settings: dict) -> set[str]:
@@ -17,12 +26,15 @@ def _flatten(settings: dict) -> set[str]:
 
 def test_every_entry_names_known_settings_and_has_evidence() -> None:
     assert set(game_entries()) <= set(REGISTRY_NAMES)
-    for name in (*preset_names(), *game_entries()):
-        is_preset = name in preset_names()
-        settings = preset_settings(name) if is_preset else game_settings(name)
+    for name in (*preset_names(), *game_entries(), *kind_entries()):
+        is_game = name in game_entries()
+        if name in preset_names():
+            settings = preset_settings(name)
+        else:
+            settings = game_settings(name) if is_game else kind_settings(name)
         assert settings, name
         # Every key a real setting with a valid value (a preset on a game of its own).
-        TrainConfig.from_dict({"env": "openspiel:tic_tac_toe" if is_preset else name, **settings})
+        TrainConfig.from_dict({"env": name if is_game else "openspiel:tic_tac_toe", **settings})
         items = evidence(name)
         assert items, f"{name}: no evidence"
         for item in items:
@@ -39,7 +51,7 @@ def test_the_registry_holds_no_hyperparameter() -> None:
 
 
 def test_a_preset_applies_to_any_game_and_flags_still_win() -> None:
-    game = "openspiel:goofspiel(num_cards=4)"
+    game = "openspiel:breakthrough(rows=5,columns=5)"
     plain = TrainConfig.from_dict({"env": game})
     descent = TrainConfig.from_dict({"env": game, "preset": "descent"})
     assert (plain.ppo.magnet_coeff, descent.ppo.magnet_coeff) == (0.0, 0.5)
@@ -54,6 +66,43 @@ def test_a_preset_applies_to_any_game_and_flags_still_win() -> None:
     board_kuhn = TrainConfig.from_dict({"env": "kuhn_poker", "preset": "board"})
     assert board_kuhn.league.snapshot_step_budget == 50_000
     assert board_kuhn.ppo.entropy_coeff == game_settings("kuhn_poker")["ppo"]["entropy_coeff"]
+
+
+@pytest.mark.parametrize(
+    "env, kwargs",
+    [
+        ("openspiel:liars_dice", {}),  # imperfect information
+        ("openspiel:goofspiel(num_cards=4)", {}),  # simultaneous moves, hidden when turn-based
+        ("openspiel:goofspiel", {"num_cards": 4}),
+    ],
+)
+def test_games_outside_the_registry_that_need_mixed_play_get_their_kinds_settings(
+    env, kwargs
+) -> None:
+    cfg = TrainConfig.from_dict({"env": env, "env_kwargs": kwargs})
+    expected = kind_settings("mixed_play")["ppo"]
+    assert (cfg.ppo.entropy_coeff, cfg.ppo.magnet_coeff, cfg.ppo.anneal_over) == (
+        expected["entropy_coeff"],
+        expected["magnet_coeff"],
+        expected["anneal_over"],
+    )
+    assert cfg.ppo.magnet_coeff > 0  # unlike the generic defaults
+    # Flags still win; a registry game by its OpenSpiel name keeps its own entry.
+    assert (
+        TrainConfig.from_dict(
+            {"env": env, "env_kwargs": kwargs, "magnet_coeff": 0.0}
+        ).ppo.magnet_coeff
+        == 0.0
+    )
+    kuhn = TrainConfig.from_dict({"env": "openspiel:kuhn_poker"})
+    assert kuhn.ppo.entropy_coeff == game_settings("kuhn_poker")["ppo"]["entropy_coeff"]
+    assert kuhn.ppo.magnet_coeff == 0.0
+
+
+def test_perfect_information_games_outside_the_registry_get_the_generic_defaults() -> None:
+    cfg = TrainConfig.from_dict({"env": "openspiel:breakthrough(rows=5,columns=5)"})
+    assert cfg.ppo == PPOSettings()
+    assert (cfg.ppo.magnet_coeff, cfg.ppo.anneal_over) == (0.0, "steps")
 
 
 def test_an_unknown_preset_is_one_line(tmp_path, capsys) -> None:
