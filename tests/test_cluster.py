@@ -176,7 +176,10 @@ def progress(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "progress.jsonl"
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    text = path.read_text()
+    # Whole lines only: the run may be halfway through writing its last one.
+    complete = text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
 def latest_checkpoint(run_dir: Path) -> dict[str, Any] | None:
