@@ -23,6 +23,9 @@ pyspiel is imported lazily: games that don't come from OpenSpiel never load it.
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -75,19 +78,25 @@ def load_openspiel_game(name: str, params: dict[str, Any] | None = None) -> Any:
     return game
 
 
-def needs_mixed_play(name: str, params: dict[str, Any] | None = None) -> bool | None:
+@functools.lru_cache(maxsize=64)
+def _needs_mixed_play(name: str, params_json: str) -> bool | None:
+    import pyspiel
+
+    try:
+        kind = load_openspiel_game(name, json.loads(params_json)).get_type()
+    except OpenSpielGameError:
+        return None
+    return kind.information != pyspiel.GameType.Information.PERFECT_INFORMATION
+
+
+def needs_mixed_play(name: str, params: Mapping[str, Any] | None = None) -> bool | None:
     """Whether an OpenSpiel game, as the league plays it, may need mixed play at
     equilibrium: it hides something from a seat (imperfect information; a
     simultaneous game's turn-based conversion hides the moves made at once). A
     sequential game of perfect information has a pure equilibrium (Zermelo); these
-    may not, so the league's defaults keep their policies stochastic. None: no game."""
-    import pyspiel
-
-    try:
-        kind = load_openspiel_game(name, params).get_type()
-    except OpenSpielGameError:
-        return None
-    return kind.information != pyspiel.GameType.Information.PERFECT_INFORMATION
+    may not, so the league's defaults keep their policies stochastic. None: no game.
+    Cached: config resolution asks on every `TrainConfig`."""
+    return _needs_mixed_play(name, json.dumps(dict(params or {}), sort_keys=True))
 
 
 def play_chance(state: Any, rng: np.random.Generator) -> None:

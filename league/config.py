@@ -20,8 +20,6 @@ CLI gets them.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import tomllib
 import types
 import typing
@@ -169,9 +167,9 @@ class TrainConfig:
     Built from keyword arguments only: a group as a mapping or its object
     (`ppo={"lr": 1e-3}`), or a setting by its own name (`lr=1e-3`, the same). The
     values not given come from the preset named, then the game's measured settings (or
-    its kind's, outside the registry), then the field defaults (the module doc's order). `dataclasses.replace` gives
-    every group, so it keeps the values it is given: a replaced `game` keeps the old
-    game's settings.
+    its kind's, outside the registry), then the field defaults (the module doc's
+    order). `dataclasses.replace` gives every group, so it keeps the values it is
+    given: a replaced `game` keeps the old game's settings.
     """
 
     game: GameSettings = field(default_factory=GameSettings, metadata=_help(_doc(GameSettings)))
@@ -393,16 +391,11 @@ def stored_settings(top: Mapping[str, Any]) -> dict[str, Any]:
 
 def game_kind(game: str, kwargs: Mapping[str, Any]) -> str:
     """The kind of a game outside the registry (league/presets.yaml, `kinds`), or ''."""
-    if game.startswith(OPENSPIEL_PREFIX) and _mixed_play(
-        game[len(OPENSPIEL_PREFIX) :], json.dumps(dict(kwargs), sort_keys=True)
+    if game.startswith(OPENSPIEL_PREFIX) and needs_mixed_play(
+        game[len(OPENSPIEL_PREFIX) :], kwargs
     ):
         return "mixed_play"
     return ""
-
-
-@functools.lru_cache(maxsize=64)
-def _mixed_play(name: str, params: str) -> bool | None:
-    return needs_mixed_play(name, json.loads(params))
 
 
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
