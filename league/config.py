@@ -278,6 +278,12 @@ class TrainConfig:
             return self.run.stop_timesteps
         return self.ppo.anneal_steps
 
+    def anneals(self) -> bool:
+        """Whether the learning rate or the players' entropy bonus has a schedule."""
+        return isinstance(self.lr_schedule(), list) or isinstance(
+            self.player_entropy_coeff(), list
+        )
+
     def lr_schedule(self) -> float | list[list[float]]:
         """RLlib's `lr`: the constant rate, or a piecewise-linear schedule over the
         lifetime env steps sampled when lr_final is set."""

@@ -91,10 +91,17 @@ def test_anneal_over_run_spans_the_step_budget_when_the_run_stops_by_steps():
         TrainConfig(**base, anneal_over="time")
 
 
-def test_leduc_schedules_span_the_run_by_default():
+def test_every_games_schedules_span_the_run_by_default():
     cfg = TrainConfig.from_dict({"env": "leduc_poker"})
     assert cfg.ppo.anneal_over == "run" and cfg.ppo.lr_final is not None
-    assert TrainConfig.from_dict({"env": "tictactoe"}).ppo.anneal_over == "steps"
+    # tictactoe anneals its league's bonus: over a 15-minute run it ends at its final
+    # value however many env steps the machine makes in that time.
+    ttt = TrainConfig.from_dict({"env": "tictactoe", "mode": "league", "stop_minutes": 15})
+    assert ttt.ppo.anneal_over == "run" and ttt.anneals()
+    assert ttt.player_entropy_coeff() == [[0, 0.06], [ttt.ppo.anneal_steps, 0.03]]
+    # Self-play keeps tictactoe's bonus constant: nothing anneals, no clock.
+    assert not TrainConfig.from_dict({"env": "tictactoe", "mode": "selfplay"}).anneals()
+    assert TrainConfig.from_dict({"env": "tictactoe", "anneal_over": "steps"}).ppo.anneal_over == "steps"
 
 
 @pytest.mark.parametrize("value", ["0.5", 1.5, -0.1, True, None, float("nan")])

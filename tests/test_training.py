@@ -331,7 +331,7 @@ def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_sessio
     cfg = TrainConfig(
         # The schedules live on the learner: no remote env runner needed (~5 s each).
         **tiny | {"num_env_runners": 0}, seed=0, mode="league", entropy_coeff=0.05, entropy_coeff_final=0.01,
-        lr_final=1e-5, anneal_steps=400,
+        lr_final=1e-5, anneal_steps=400, anneal_over="steps",
         # None: not tictactoe's own league value, so the run's final value applies.
         league={"exploiter_entropy_coeff": 0.002, "entropy_coeff_final": None},
     )  # fmt: skip

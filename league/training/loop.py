@@ -582,9 +582,10 @@ def run_clock(
     log: Callable[[str], None],
 ) -> RunClock | None:
     """With `anneal_over: run` and a time budget, the clock the learners' schedules
-    follow (`league.training.run_clock`), resumed from the checkpoint's progress."""
+    follow (`league.training.run_clock`), resumed from the checkpoint's progress.
+    None when nothing anneals: `run` is every game's default, most keep constant rates."""
     minutes = cfg.run.run_minutes()
-    if cfg.ppo.anneal_over != "run" or minutes is None:
+    if cfg.ppo.anneal_over != "run" or minutes is None or not cfg.anneals():
         return None
     if not (isinstance(algo, SampleAheadPPO) and algo.samples_ahead):
         log(
