@@ -81,10 +81,10 @@ def test_games_outside_the_registry_that_need_mixed_play_get_their_kinds_setting
 ) -> None:
     cfg = TrainConfig.from_dict({"env": env, "env_kwargs": kwargs})
     expected = kind_settings("mixed_play")["ppo"]
-    assert (cfg.ppo.entropy_coeff, cfg.ppo.magnet_coeff, cfg.ppo.anneal_over) == (
+    assert (cfg.ppo.entropy_coeff, cfg.ppo.magnet_coeff, cfg.ppo.lr_final) == (
         expected["entropy_coeff"],
         expected["magnet_coeff"],
-        expected["anneal_over"],
+        expected["lr_final"],
     )
     assert cfg.ppo.magnet_coeff > 0  # unlike the generic defaults
     # Flags still win.

@@ -84,7 +84,7 @@ def test_anneal_over_run_spans_the_step_budget_when_the_run_stops_by_steps():
     assert by_time.run.run_minutes() == 30.0 and by_time.schedule_steps() == 5000
     unbounded = TrainConfig(**base, anneal_over="run")
     assert unbounded.run.run_minutes() == unbounded.run.default_stop_minutes
-    plain = TrainConfig(**base, stop_timesteps=8000)  # anneal_over steps: anneal_steps
+    plain = TrainConfig(**base, anneal_over="steps", stop_timesteps=8000)  # anneal_steps
     assert plain.lr_schedule() == [[0, 3e-4], [5000, 1e-5]]
     message = "unknown anneal_over value 'time'; known anneal_over values: steps, run"
     with pytest.raises(ConfigError, match=message):
