@@ -280,9 +280,7 @@ class TrainConfig:
 
     def anneals(self) -> bool:
         """Whether the learning rate or the players' entropy bonus has a schedule."""
-        return isinstance(self.lr_schedule(), list) or isinstance(
-            self.player_entropy_coeff(), list
-        )
+        return isinstance(self.lr_schedule(), list) or isinstance(self.player_entropy_coeff(), list)
 
     def lr_schedule(self) -> float | list[list[float]]:
         """RLlib's `lr`: the constant rate, or a piecewise-linear schedule over the

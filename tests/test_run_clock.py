@@ -101,7 +101,10 @@ def test_every_games_schedules_span_the_run_by_default():
     assert ttt.player_entropy_coeff() == [[0, 0.06], [ttt.ppo.anneal_steps, 0.03]]
     # Self-play keeps tictactoe's bonus constant: nothing anneals, no clock.
     assert not TrainConfig.from_dict({"env": "tictactoe", "mode": "selfplay"}).anneals()
-    assert TrainConfig.from_dict({"env": "tictactoe", "anneal_over": "steps"}).ppo.anneal_over == "steps"
+    assert (
+        TrainConfig.from_dict({"env": "tictactoe", "anneal_over": "steps"}).ppo.anneal_over
+        == "steps"
+    )
 
 
 @pytest.mark.parametrize("value", ["0.5", 1.5, -0.1, True, None, float("nan")])
