@@ -7,7 +7,7 @@ import pytest
 
 from league.config import ConfigError, TrainConfig
 from league.run import RunDir, RunDirError
-from league.training.loop import recorded_progress
+from league.training.loop import recorded_progress, run_clock
 from league.training.run_clock import RunClock
 
 
@@ -101,10 +101,17 @@ def test_every_games_schedules_span_the_run_by_default():
     assert ttt.player_entropy_coeff() == [[0, 0.06], [ttt.ppo.anneal_steps, 0.03]]
     # Self-play keeps tictactoe's bonus constant: nothing anneals, no clock.
     assert not TrainConfig.from_dict({"env": "tictactoe", "mode": "selfplay"}).anneals()
-    assert (
-        TrainConfig.from_dict({"env": "tictactoe", "anneal_over": "steps"}).ppo.anneal_over
-        == "steps"
-    )
+
+
+def test_the_run_clock_only_where_something_anneals():
+    """`run` is every game's default; a run with constant rates gets no clock and no
+    word about time schedules, one that anneals without sampling ahead is told."""
+    lines: list[str] = []
+    constant = TrainConfig.from_dict({"env": "tictactoe", "mode": "selfplay", "algo": "appo"})
+    assert run_clock(object(), constant, 0.0, lines.append) is None and lines == []
+    annealing = constant.replace(lr_final=1e-5)
+    assert run_clock(object(), annealing, 0.0, lines.append) is None
+    assert len(lines) == 1 and "schedules over time need ppo with sample_ahead" in lines[0]
 
 
 @pytest.mark.parametrize("value", ["0.5", 1.5, -0.1, True, None, float("nan")])
