@@ -12,6 +12,8 @@ session's own Ray instance (fixture `ray_session`) is untouched.
   counted twice and the store and checkpoints agree.
 - The detached coordinator's actor process is killed by its pid: Ray restarts it
   and it resumes from its last checkpoint with the store rolled back to it.
+- `league tune` on the cluster: every trial's env runner asks for a resource one
+  node offers once, so trials span nodes and run one at a time, however many CPUs.
 
 Every Ray process belongs to a `ray start --block` started here and is stopped by
 that process's pid.
@@ -135,12 +137,12 @@ class Cluster:
         self.head.raylet_pid()
         self.runner_nodes: list[RayNode] = []
 
-    def add_runner_node(self) -> RayNode:
+    def add_runner_node(self, cpus: int = 1, resource: str = "runner_node") -> RayNode:
         node = RayNode(
             self.tmp / f"runner{len(self.runner_nodes)}.log",
             self.env,
-            ["--address", self.address, "--num-cpus", "1"]
-            + ["--resources", json.dumps({"runner_node": 1})],
+            ["--address", self.address, "--num-cpus", str(cpus)]
+            + ["--resources", json.dumps({resource: 1})],
         )
         self.runner_nodes.append(node)
         node.raylet_pid()
@@ -350,3 +352,39 @@ def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster
         assert after_matches and not ({m["episode_id"] for m in after_matches} & lost_ids)
     final = latest_checkpoint(run_dir)
     assert final["iteration"] > latest["iteration"]
+
+
+@pytest.mark.slow
+def test_tune_trials_span_nodes_and_as_many_run_at_once_as_the_scarcest_resource_holds(
+    cluster, tmp_path
+):
+    # CPUs for more than one trial at once, but one node alone offers `tune_node`,
+    # once, and every trial's env runner asks for it: one trial at a time, each with
+    # its driver and learner on one node and its env runner on that one.
+    cluster.add_runner_node(cpus=2, resource="tune_node")
+    out = tmp_path / "tune"
+    tune = subprocess.run(
+        [sys.executable, "-m", "league.cli", "tune", "--env", "kuhn_poker", "--out", str(out)]
+        + ["--trials", "2", "--rounds", "2", "--minutes", "0.8"]
+        + ["--resources.num-env-runners", "1"]
+        + ["--resources.env-runner-resources", '{"tune_node": 1}']
+        + ["--ppo.train-batch-size", "128", "--ppo.minibatch-size", "64"]
+        + ["--ppo.num-epochs", "1", "--model.hidden-sizes", "16"]
+        + ["--evaluation.eval-interval", "0", "--no-run.dashboard"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**cluster.env, "RAY_ADDRESS": cluster.address},
+        cwd=ROOT,
+    )
+    assert tune.returncode == 0, tune.stdout[-3000:] + tune.stderr[-3000:]
+    assert "population-based training of 2 trials, 1 side by side" in tune.stdout
+    rows = [json.loads(line) for line in (out / "tune.jsonl").read_text().splitlines()]
+    assert sorted((r["trial"], r["round"]) for r in rows) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    for trial in (0, 1):
+        # Only the env runner samples, and it can only run on the `tune_node` node.
+        records = progress(out / "runs" / f"trial_{trial:03d}")
+        assert records and records[-1]["env_steps"] > 0
+    assert all(r["env_steps"] > 0 and r["measure"] == "exploitability" for r in rows)
+    assert "train with it: league train --config" in tune.stdout
+    assert (out / "best.yaml").is_file()

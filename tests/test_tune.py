@@ -198,3 +198,17 @@ def test_a_round_is_scored_over_the_main_and_its_latest_snapshots(tmp_path):
         run.snapshots / "main_exploiter_0@11"
     ]
     assert run.latest_snapshot_dirs("main_0", 0) == []
+
+
+def test_trials_side_by_side_counts_every_resource_a_trial_asks_for():
+    from league.training.tune import trials_side_by_side
+
+    # The driver and one env runner: 2 CPUs; 4 CPUs hold two such trials.
+    assert trials_side_by_side({"CPU": 2.0}, {"CPU": 4.0, "memory": 1e9}, 5) == 2
+    assert trials_side_by_side({"CPU": 2.0}, {"CPU": 40.0}, 5) == 5  # no more than there are
+    assert trials_side_by_side({"CPU": 2.0}, {"CPU": 1.0}, 5) == 1  # Tune waits: one at a time
+    # Env runners pinned to a custom resource one node offers once: that decides.
+    wants = {"CPU": 2.0, "runner_node": 1.0}
+    assert trials_side_by_side(wants, {"CPU": 8.0, "runner_node": 1.0}, 4) == 1
+    assert trials_side_by_side(wants, {"CPU": 8.0, "runner_node": 3.0}, 4) == 3
+    assert trials_side_by_side({"CPU": 1.0, "GPU": 1.0}, {"CPU": 8.0}, 4) == 1

@@ -22,7 +22,8 @@ most sensitive to (KNOBS). Trial 0 starts with the defaults; the others start fr
 values sampled around them. Trials that do not fit the cluster at once are
 time-multiplexed by the scheduler; each trial's run needs what `league train` needs
 (Ray's placement group from RLlib's own resource request), so on a cluster Tune
-runs as many side by side as fit.
+runs as many side by side as fit. A trial may run on any node: on a cluster OUT must
+be a folder every node shares (NFS or the like; Ray Tune refuses a local one there).
 
 Schedules: with `anneal_over: run` each round anneals its part of the trial's whole
 budget (`run.anneal_minutes`), so the last round ends at the final values.
@@ -331,6 +332,8 @@ def tune(
     if not knobs:
         raise ConfigError("every setting league tune varies is fixed by a flag or --config")
 
+    import ray
+
     from league.training.library_logs import LibraryLogs
     from league.training.loop import start_ray
 
@@ -338,7 +341,9 @@ def tune(
     with LibraryLogs(RunDir(out).logs, verbose=base.run.verbose):
         start_ray(base, log)
         resources = trial_resources(base)
-        side_by_side = trials_side_by_side(resources, trials)
+        side_by_side = trials_side_by_side(
+            resources.required_resources, ray.cluster_resources(), trials
+        )
         plan = TunePlan(
             given=dict(given),
             config_file=str(Path(config_file).resolve()) if config_file else None,
@@ -386,12 +391,14 @@ def trial_resources(base: TrainConfig) -> Any:
     return algo_config.algo_class.default_resource_request(algo_config)
 
 
-def trials_side_by_side(resources: Any, trials: int) -> int:
-    """How many trials the cluster's CPUs hold at once (at least one)."""
-    import ray
-
-    need = max(float(resources.required_resources.get("CPU", 1)), 1.0)
-    return max(1, min(trials, int(ray.cluster_resources().get("CPU", 1) // need)))
+def trials_side_by_side(
+    required: Mapping[str, float], available: Mapping[str, float], trials: int
+) -> int:
+    """How many trials the cluster holds at once (at least one): every resource a
+    trial asks for counts (CPUs, GPUs, custom ones such as a node's
+    `env_runner_resources`), the scarcest decides."""
+    fits = [int(available.get(name, 0) // need) for name, need in required.items() if need > 0]
+    return max(1, min([trials, *fits]))
 
 
 def fit_population(
