@@ -13,7 +13,8 @@ session's own Ray instance (fixture `ray_session`) is untouched.
 - The detached coordinator's actor process is killed by its pid: Ray restarts it
   and it resumes from its last checkpoint with the store rolled back to it.
 - `league tune` on the cluster: every trial's env runner asks for a resource one
-  node offers once, so trials span nodes and run one at a time, however many CPUs.
+  one-CPU node offers once, so each trial spans two nodes and trials run one at a
+  time, however many CPUs the cluster has.
 
 Every Ray process belongs to a `ray start --block` started here and is stopped by
 that process's pid.
@@ -358,10 +359,12 @@ def test_killed_coordinator_is_restarted_and_resumes_from_its_checkpoint(cluster
 def test_tune_trials_span_nodes_and_as_many_run_at_once_as_the_scarcest_resource_holds(
     cluster, tmp_path
 ):
-    # CPUs for more than one trial at once, but one node alone offers `tune_node`,
-    # once, and every trial's env runner asks for it: one trial at a time, each with
-    # its driver and learner on one node and its env runner on that one.
-    cluster.add_runner_node(cpus=2, resource="tune_node")
+    # CPUs for more than one trial at once (a trial needs 2: its driver with the
+    # learner, its env runner), but one node alone offers `tune_node`, once, and every
+    # trial's env runner asks for it: one trial at a time. That node's one CPU goes to
+    # the env runner, so the trial's driver runs on another node: each trial spans two.
+    cluster.add_runner_node(cpus=1, resource="tune_node")
+    cluster.add_runner_node(cpus=2, resource="spare_node")
     out = tmp_path / "tune"
     tune = subprocess.run(
         [sys.executable, "-m", "league.cli", "tune", "--env", "kuhn_poker", "--out", str(out)]
