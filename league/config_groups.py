@@ -525,6 +525,14 @@ class PPOSettings:
         default=10,
         metadata=_help("Training iterations between refreshes of each player's magnet."),
     )
+    magnet_copies: int = field(
+        default=1,
+        metadata=_help(
+            "How many of the player's latest magnet copies (one per magnet_interval) the "
+            "magnet averages: the pull is toward the mean of their action probabilities, "
+            "the player's recent average policy; 1 = the latest copy alone."
+        ),
+    )
 
     def __post_init__(self) -> None:
         _check_fields(
@@ -549,6 +557,7 @@ class PPOSettings:
                 ("num_epochs", 1, 1000),
                 ("anneal_steps", 1, 10**12),
                 ("magnet_interval", 1, 10**9),
+                ("magnet_copies", 1, 100),
             ),
         )
         if self.algo == "ppo" and self.minibatch_size > self.train_batch_size:

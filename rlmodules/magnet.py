@@ -13,16 +13,21 @@ policy every so often.
 `magnet_coeff * KL(pi || magnet)` over the minibatch's rows, where the magnet is a
 frozen copy of the player taken every `magnet_interval` training iterations (and
 whenever the player's weights are written from outside: a league reset, a resumed
-checkpoint). The copy lives on the learner only and is not saved: a restored run
-starts with the restored weights as its magnet.
+checkpoint). With `magnet_copies` K > 1 the learner keeps the last K copies and the
+magnet is their average policy (the mean of their action probabilities in each
+state): a pull toward the player's recent average, as fictitious play's average
+strategy, for games where the last iterate cycles among near-pure strategies whose
+mixture is far less exploitable than any of them. Copies live on the learner only
+and are not saved: a restored run starts with the restored weights as its magnet.
 
 Settings travel in `config.learner_config_dict` (`MAGNET_COEFF_KEY`,
-`MAGNET_INTERVAL_KEY`); a coefficient of 0 adds nothing.
+`MAGNET_INTERVAL_KEY`, `MAGNET_COPIES_KEY`); a coefficient of 0 adds nothing.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import torch
@@ -36,6 +41,9 @@ MAGNET_COEFF_KEY = "league_magnet_coeff"
 
 MAGNET_INTERVAL_KEY = "league_magnet_interval"
 """`config.learner_config_dict` key: training iterations between magnet refreshes."""
+
+MAGNET_COPIES_KEY = "league_magnet_copies"
+"""`config.learner_config_dict` key: how many of the latest copies the magnet averages."""
 
 MAGNET_KL_KEY = "magnet_kl"
 """Per-module learner metric: mean KL(pi || magnet) over the last minibatch."""
@@ -52,19 +60,40 @@ class MagnetRegularized:
     def magnet_interval(self) -> int:
         return int(self.config.learner_config_dict.get(MAGNET_INTERVAL_KEY, 1))
 
+    @property
+    def magnet_copies(self) -> int:
+        return int(self.config.learner_config_dict.get(MAGNET_COPIES_KEY, 1))
+
     @override(Learner)
     def build(self) -> None:
         super().build()
         # Magnets are made per player on its first loss: players join the league at runtime.
-        self._league_magnets: dict[str, Any] = {}
+        # Each player's copies, oldest first.
+        self._league_magnets: dict[str, list[Any]] = {}
         self._league_magnet_age: dict[str, int] = {}
 
-    def refresh_magnet(self, module_id: str) -> None:
-        """The magnet of `module_id` becomes a frozen copy of its current weights."""
+    def refresh_magnet(self, module_id: str, *, forget: bool = False) -> None:
+        """Add a frozen copy of `module_id`'s current weights to its magnet, dropping the
+        oldest beyond `magnet_copies`; `forget` drops every older copy first (weights
+        written from outside: the average must not mix in the player they replaced)."""
         magnet = copy.deepcopy(self.module[module_id].unwrapped())
         magnet.requires_grad_(False)
-        self._league_magnets[module_id] = magnet
+        copies = [] if forget else self._league_magnets.get(module_id, [])
+        self._league_magnets[module_id] = [*copies, magnet][-self.magnet_copies :]
         self._league_magnet_age[module_id] = 0
+
+    def magnet_logits(self, module_id: str, batch: dict[str, Any]) -> torch.Tensor:
+        """Logits of the magnet's policy on `batch`: with several copies, the log of
+        their mean action probabilities (masked moves stay at ~zero probability)."""
+        with torch.no_grad():
+            logits = [
+                copy_.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+                for copy_ in self._league_magnets[module_id]
+            ]
+            if len(logits) == 1:
+                return logits[0]
+            log_probs = torch.stack([torch.log_softmax(x, dim=-1) for x in logits])
+            return torch.logsumexp(log_probs, dim=0) - math.log(len(logits))
 
     @override(Learner)
     def compute_loss_for_module(
@@ -78,9 +107,7 @@ class MagnetRegularized:
             return loss
         if module_id not in self._league_magnets:
             self.refresh_magnet(module_id)
-        magnet = self._league_magnets[module_id]
-        with torch.no_grad():
-            magnet_logits = magnet.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+        magnet_logits = self.magnet_logits(module_id, batch)
         dist_cls = self.module[module_id].unwrapped().get_train_action_dist_cls()
         current = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         kl = current.kl(dist_cls.from_logits(magnet_logits))
@@ -114,4 +141,4 @@ class MagnetRegularized:
         written = state.get(COMPONENT_RL_MODULE, {})
         for module_id in list(self._league_magnets):
             if module_id in written:
-                self.refresh_magnet(module_id)
+                self.refresh_magnet(module_id, forget=True)

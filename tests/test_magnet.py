@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from ray.rllib.core.columns import Columns
 
 from league.config import TrainConfig
 from league.training.algorithm import MAIN_PLAYER, build_algorithm_config, build_ppo_config
@@ -34,9 +35,16 @@ def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
-def _train_magnet_kl(coeff: float, iterations: int, interval: int) -> tuple[float, object]:
+def _train_magnet_kl(
+    coeff: float, iterations: int, interval: int, copies: int = 1
+) -> tuple[float, object]:
     # The magnet lives on the learner: no remote env runner (~5 s to start each).
-    cfg = TrainConfig(**TINY | {"num_env_runners": 0}, magnet_coeff=coeff, magnet_interval=interval)
+    cfg = TrainConfig(
+        **TINY | {"num_env_runners": 0},
+        magnet_coeff=coeff,
+        magnet_interval=interval,
+        magnet_copies=copies,
+    )
     algo = build_ppo_config(cfg).build_algo()
     for _ in range(iterations):
         result = algo.train()
@@ -49,21 +57,53 @@ def test_magnet_refreshes_on_its_interval_and_when_weights_are_written(ray_sessi
         learner = algo.learner_group._learner  # the driver's own learner (num_learners 0)
         player = learner.module[MAIN_PLAYER].unwrapped()
         # One iteration in: the magnet is the player as it was before that update.
-        assert not _same(_weights(learner._league_magnets[MAIN_PLAYER]), _weights(player))
+        assert not _same(_weights(learner._league_magnets[MAIN_PLAYER][-1]), _weights(player))
         algo.train()  # the second iteration refreshes it
-        assert _same(_weights(learner._league_magnets[MAIN_PLAYER]), _weights(player))
+        assert _same(_weights(learner._league_magnets[MAIN_PLAYER][-1]), _weights(player))
         algo.train()
-        assert not _same(_weights(learner._league_magnets[MAIN_PLAYER]), _weights(player))
+        assert not _same(_weights(learner._league_magnets[MAIN_PLAYER][-1]), _weights(player))
         # A league reset or restore writes weights: the magnet follows them at once.
         written = {
             name: np.zeros_like(value)
             for name, value in learner.module[MAIN_PLAYER].get_state().items()
         }
         algo.learner_group.set_weights({MAIN_PLAYER: written})
-        magnet = _weights(learner._league_magnets[MAIN_PLAYER])
+        magnet = _weights(learner._league_magnets[MAIN_PLAYER][-1])
         assert _same(magnet, _weights(player))
         assert all(not w.any() for w in magnet)
-        assert not any(p.requires_grad for p in learner._league_magnets[MAIN_PLAYER].parameters())
+        assert not any(
+            p.requires_grad for p in learner._league_magnets[MAIN_PLAYER][-1].parameters()
+        )
+    finally:
+        algo.stop()
+
+
+def test_a_magnet_of_several_copies_is_their_average_policy(ray_session):
+    _, algo = _train_magnet_kl(0.5, iterations=4, interval=1, copies=3)
+    try:
+        learner = algo.learner_group._learner
+        copies = learner._league_magnets[MAIN_PLAYER]
+        assert len(copies) == 3  # four refreshes, the oldest dropped
+        assert not _same(_weights(copies[0]), _weights(copies[-1]))
+        space = learner.module[MAIN_PLAYER].unwrapped().observation_space
+        observations = [space.sample() for _ in range(64)]
+        batch = {
+            Columns.OBS: {
+                key: torch.as_tensor(np.stack([o[key] for o in observations]), dtype=torch.float32)
+                for key in observations[0]
+            }
+        }
+        with torch.no_grad():
+            probs = [
+                torch.softmax(c.forward_train(batch)[Columns.ACTION_DIST_INPUTS], dim=-1)
+                for c in copies
+            ]
+        average = torch.softmax(learner.magnet_logits(MAIN_PLAYER, batch), dim=-1)
+        assert torch.allclose(average, torch.stack(probs).mean(dim=0), atol=1e-6)
+        assert not torch.allclose(average, probs[-1], atol=1e-3)
+        # Weights written from outside: the average starts again from them alone.
+        algo.learner_group.set_weights({MAIN_PLAYER: learner.module[MAIN_PLAYER].get_state()})
+        assert len(learner._league_magnets[MAIN_PLAYER]) == 1
     finally:
         algo.stop()
 
@@ -85,6 +125,8 @@ def test_magnet_settings_are_checked():
         TrainConfig(**TINY, magnet_interval=0)
     with pytest.raises(ValueError, match="magnet_coeff must be in"):
         TrainConfig(**TINY, magnet_coeff=-1.0)
+    with pytest.raises(ValueError, match="magnet_copies must be"):
+        TrainConfig(**TINY, magnet_copies=0)
 
 
 def test_appo_players_feel_the_magnet_too(ray_session):

@@ -41,7 +41,7 @@ from rlmodules.learner_only_learner import (
     LearnerOnlyAPPOLearner,
     LearnerOnlyPPOLearner,
 )
-from rlmodules.magnet import MAGNET_COEFF_KEY, MAGNET_INTERVAL_KEY
+from rlmodules.magnet import MAGNET_COEFF_KEY, MAGNET_COPIES_KEY, MAGNET_INTERVAL_KEY
 from rlmodules.masked_policy import masked_policy_spec
 from rlmodules.reference_policy import reference_policy_spec
 from rlmodules.shared_value import SHARED_VF_ID, shared_value_spec
@@ -211,6 +211,7 @@ def league_settings(
                 CURIOSITY_COEFF_KEY: cfg.model.curiosity_coeff,
                 MAGNET_COEFF_KEY: cfg.ppo.magnet_coeff,
                 MAGNET_INTERVAL_KEY: cfg.ppo.magnet_interval,
+                MAGNET_COPIES_KEY: cfg.ppo.magnet_copies,
                 **teacher_settings(cfg),
             },
         )
