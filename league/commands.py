@@ -52,20 +52,28 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from league.cli_flags import given_values
-    from league.training.tune import tune
+    from league.training.tune import TrialFailed, tune
 
-    tune(
-        given_values(args),
-        config_file=args.config,
-        trials=args.trials,
-        rounds=args.rounds,
-        minutes=args.minutes,
-        out=Path(args.out),
-        measure=args.measure,
-        opponents=tuple(name for name in args.opponents.split(",") if name),
-        eval_games=args.score_games,
-        score_snapshots=args.score_snapshots,
-    )
+    try:
+        tune(
+            given_values(args),
+            config_file=args.config,
+            trials=args.trials,
+            rounds=args.rounds,
+            minutes=args.minutes,
+            out=Path(args.out),
+            measure=args.measure,
+            opponents=tuple(name for name in args.opponents.split(",") if name),
+            eval_games=args.score_games,
+            score_snapshots=args.score_snapshots,
+        )
+    except TrialFailed as err:
+        if args.debug:
+            raise
+        # Tune's own report is pages of a trial actor's traceback: one line here.
+        cause = root_cause(err.error) if err.error is not None else "it ended without a result"
+        where = f" (traceback: {err.log})" if err.log is not None else ""
+        raise TrainingFailed(f"a trial failed: {cause}{where}") from err
     return 0
 
 

@@ -212,3 +212,31 @@ def test_trials_side_by_side_counts_every_resource_a_trial_asks_for():
     assert trials_side_by_side(wants, {"CPU": 8.0, "runner_node": 1.0}, 4) == 1
     assert trials_side_by_side(wants, {"CPU": 8.0, "runner_node": 3.0}, 4) == 3
     assert trials_side_by_side({"CPU": 1.0, "GPU": 1.0}, {"CPU": 8.0}, 4) == 1
+
+
+def test_a_trial_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_path):
+    """A user's game that breaks in a trial: one `league: error:` line with the cause
+    and the trial's traceback file, exit 70, no traceback on the console."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tests = Path(__file__).parent
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # its own Ray
+    env["PYTHONPATH"] = os.pathsep.join([str(tests), env.get("PYTHONPATH", "")])
+    out = tmp_path / "tune"
+    argv = ["tune", "--env", "toy_games:crashing_nim", "--trials", "2", "--rounds", "1"]
+    argv += ["--minutes", "0.3", "--out", str(out), *TINY, "--resources.num-cpus", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "league.cli", *argv],
+        capture_output=True, text=True, timeout=300, cwd=tests, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 70, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("league: error:")]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    assert "a trial failed: RuntimeError: the rules of this game broke" in lines[0]
+    assert "more detail" not in lines[0]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    log = Path(lines[0].rsplit("(traceback: ", 1)[1].rstrip(")"))
+    assert log.is_relative_to(out) and "more detail" in log.read_text()

@@ -445,11 +445,23 @@ def fit_population(
         ),
     )
     results = tuner.fit()
-    errors = [r.error for r in results if r.error is not None]
+    failed = [r for r in results if r.error is not None]
     rows = [r.metrics for r in results if r.metrics and "score" in r.metrics]
-    if errors or len(rows) < trials:
-        raise RuntimeError(f"a trial failed: {errors[0] if errors else 'no result'}")
+    if failed:
+        raise TrialFailed(failed[0].error, Path(failed[0].path) / "error.txt")
+    if len(rows) < trials:
+        raise TrialFailed(None, None)
     return rows
+
+
+class TrialFailed(RuntimeError):
+    """A trial's run failed inside: `error` is what Tune caught (None: a trial ended
+    without a result), `log` the trial's traceback file."""
+
+    def __init__(self, error: BaseException | None, log: Path | None) -> None:
+        super().__init__(f"a trial failed: {error if error is not None else 'no result'}")
+        self.error = error
+        self.log = log
 
 
 def run_trial(config: dict[str, Any], plan: TunePlan) -> None:
