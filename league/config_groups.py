@@ -533,6 +533,15 @@ class PPOSettings:
             "the player's recent average policy; 1 = the latest copy alone."
         ),
     )
+    magnet_league_snapshots: int = field(
+        default=0,
+        metadata=_help(
+            "League mode: each main's magnet is the average policy of the league's latest N "
+            "snapshots on its side (its own and its exploiters', best responses to it), "
+            "as fictitious play averages best responses, in place of copies of the main; "
+            "0 = copies of the main (magnet_copies). Needs magnet_coeff > 0."
+        ),
+    )
 
     def __post_init__(self) -> None:
         _check_fields(
@@ -558,8 +567,13 @@ class PPOSettings:
                 ("anneal_steps", 1, 10**12),
                 ("magnet_interval", 1, 10**9),
                 ("magnet_copies", 1, 100),
+                ("magnet_league_snapshots", 0, 100),
             ),
         )
+        if self.magnet_league_snapshots and not self.magnet_coeff:
+            raise ConfigError(
+                "magnet_league_snapshots needs magnet_coeff > 0 (the pull toward them)"
+            )
         if self.algo == "ppo" and self.minibatch_size > self.train_batch_size:
             raise ConfigError("minibatch_size must not exceed train_batch_size")
         if not self.sample_ahead and self.algo != "ppo":

@@ -20,6 +20,13 @@ strategy, for games where the last iterate cycles among near-pure strategies who
 mixture is far less exploitable than any of them. Copies live on the learner only
 and are not saved: a restored run starts with the restored weights as its magnet.
 
+In a league, a main's magnet can instead be the league's own recent players
+(`set_league_magnet`, sent by the league driver with `magnet_league_snapshots` N): the
+average policy of the latest N snapshots on the main's side, its own and its
+exploiters' (approximate best responses to it), as fictitious play averages best
+responses. It is kept until the driver sends the next set (interval refreshes and
+weight writes leave it alone).
+
 Settings travel in `config.learner_config_dict` (`MAGNET_COEFF_KEY`,
 `MAGNET_INTERVAL_KEY`, `MAGNET_COPIES_KEY`); a coefficient of 0 adds nothing.
 """
@@ -28,8 +35,10 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from ray.rllib.core import COMPONENT_RL_MODULE
 from ray.rllib.core.columns import Columns
@@ -71,6 +80,8 @@ class MagnetRegularized:
         # Each player's copies, oldest first.
         self._league_magnets: dict[str, list[Any]] = {}
         self._league_magnet_age: dict[str, int] = {}
+        # Players whose magnet is a set of league members (`set_league_magnet`).
+        self._league_member_magnets: set[str] = set()
 
     def refresh_magnet(self, module_id: str, *, forget: bool = False) -> None:
         """Add a frozen copy of `module_id`'s current weights to its magnet, dropping the
@@ -81,6 +92,31 @@ class MagnetRegularized:
         copies = [] if forget else self._league_magnets.get(module_id, [])
         self._league_magnets[module_id] = [*copies, magnet][-self.magnet_copies :]
         self._league_magnet_age[module_id] = 0
+
+    def set_league_magnet(self, module_id: str, members: Sequence[Mapping[str, Any]]) -> None:
+        """Make `module_id`'s magnet the average policy of `members` (policy weights, by
+        the player's own parameter names, as league snapshots hold them) until the next
+        call; no members gives the player back its own copies."""
+        if not members:
+            self._league_member_magnets.discard(module_id)
+            self.refresh_magnet(module_id, forget=True)
+            return
+        player = self.module[module_id].unwrapped()
+        copies = []
+        for weights in members:
+            member = copy.deepcopy(player)
+            state = {name: torch.as_tensor(np.asarray(v)) for name, v in weights.items()}
+            loaded = member.load_state_dict(state, strict=False)
+            if loaded.unexpected_keys or not state:
+                raise ValueError(
+                    f"magnet member for {module_id}: weights {loaded.unexpected_keys[:3]} "
+                    "are not the player's parameters"
+                )
+            member.requires_grad_(False)
+            copies.append(member)
+        self._league_magnets[module_id] = copies
+        self._league_magnet_age[module_id] = 0
+        self._league_member_magnets.add(module_id)
 
     def magnet_logits(self, module_id: str, batch: dict[str, Any]) -> torch.Tensor:
         """Logits of the magnet's policy on `batch`: with several copies, the log of
@@ -128,8 +164,11 @@ class MagnetRegularized:
             if module_id not in self.module:  # the player left the learner
                 del self._league_magnets[module_id]
                 del self._league_magnet_age[module_id]
+                self._league_member_magnets.discard(module_id)
                 continue
             self._league_magnet_age[module_id] += 1
+            if module_id in self._league_member_magnets:
+                continue
             if self._league_magnet_age[module_id] >= self.magnet_interval:
                 self.refresh_magnet(module_id)
 
@@ -140,5 +179,5 @@ class MagnetRegularized:
         # toward the new player, not the one it replaced.
         written = state.get(COMPONENT_RL_MODULE, {})
         for module_id in list(self._league_magnets):
-            if module_id in written:
+            if module_id in written and module_id not in self._league_member_magnets:
                 self.refresh_magnet(module_id, forget=True)

@@ -108,6 +108,68 @@ def test_a_magnet_of_several_copies_is_their_average_policy(ray_session):
         algo.stop()
 
 
+def test_a_mains_magnet_can_be_the_leagues_latest_snapshots(ray_session, tmp_path):
+    """`magnet_league_snapshots` N: the driver sends the main's learner the league's
+    latest N snapshots of its side; the magnet's policy is their average, equal to the
+    mean of the snapshots' policies as their files load without Ray."""
+    from league.snapshot import load_snapshot
+    from league.training.driver import LeagueDriver
+
+    cfg = TrainConfig.from_dict(
+        TINY
+        | dict(
+            mode="league",
+            num_env_runners=0,
+            train_batch_size=300,
+            minibatch_size=100,
+            num_epochs=1,
+            magnet_coeff=0.5,
+            magnet_league_snapshots=2,
+            league={"snapshot_step_budget": 100, "snapshot_min_games": 0.0},
+        )
+    )
+    algo = build_ppo_config(cfg).build_algo()
+    try:
+        driver = LeagueDriver(algo, cfg, tmp_path, seed=0)
+        driver.seed_league()
+        learner = algo.learner_group._learner
+        assert len(learner._league_magnets[MAIN_PLAYER]) == 1  # the seeded snapshot alone
+        for iteration in range(1, 5):
+            driver.step(iteration, algo.train())
+        snapshots = sorted(driver.league.snapshots.values(), key=lambda s: (s.iteration, s.step))
+        members = driver._magnet_members[MAIN_PLAYER]
+        assert len(snapshots) > 2 and members == tuple(s.id for s in snapshots[-2:])
+        copies = learner._league_magnets[MAIN_PLAYER]
+        assert len(copies) == 2 and learner.magnet_interval == 10
+        policies = [load_snapshot(tmp_path / "snapshots" / sid, "tictactoe") for sid in members]
+        space = learner.module[MAIN_PLAYER].unwrapped().observation_space
+        observations = [space.sample() for _ in range(64)]
+        for o in observations:
+            o["action_mask"][0] = 1  # at least one legal move
+        stacked = {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+        batch = {
+            Columns.OBS: {k: torch.as_tensor(v, dtype=torch.float32) for k, v in stacked.items()}
+        }
+        expected = np.mean(
+            [
+                p.action_probs_batch(stacked["observation"], stacked["action_mask"])
+                for p in policies
+            ],
+            axis=0,
+        )
+        magnet = torch.softmax(learner.magnet_logits(MAIN_PLAYER, batch), dim=-1).numpy()
+        assert np.allclose(magnet, expected, atol=1e-5)
+        own = torch.softmax(
+            learner.module[MAIN_PLAYER]
+            .unwrapped()
+            .forward_train(batch)[Columns.ACTION_DIST_INPUTS],
+            dim=-1,
+        )
+        assert not np.allclose(magnet, own.detach().numpy(), atol=1e-3)
+    finally:
+        algo.stop()
+
+
 def test_a_stronger_magnet_keeps_the_player_closer(ray_session):
     """Same seed and data path; only the coefficient differs. A magnet that is never
     refreshed within the run measures how far the player moved from where it began."""
@@ -127,6 +189,8 @@ def test_magnet_settings_are_checked():
         TrainConfig(**TINY, magnet_coeff=-1.0)
     with pytest.raises(ValueError, match="magnet_copies must be"):
         TrainConfig(**TINY, magnet_copies=0)
+    with pytest.raises(ValueError, match="magnet_league_snapshots needs magnet_coeff"):
+        TrainConfig(**TINY, magnet_league_snapshots=3)
 
 
 def test_appo_players_feel_the_magnet_too(ray_session):

@@ -10,7 +10,9 @@ Once per training iteration `LeagueDriver.step`:
    learner (learner weights are read only when a snapshot or a reset is due);
 3. retires snapshots beyond the budget, picks the active set (at most K frozen
    opponents) and builds the matchmaking plan on it;
-4. in one actor call per env runner, adds/removes frozen modules (inference-only,
+4. with `ppo.magnet_league_snapshots` N, sends each main's learner the latest N
+   snapshots of its side as its magnet (rlmodules.magnet), when they change;
+5. in one actor call per env runner, adds/removes frozen modules (inference-only,
    env runners only, never learners) and installs the plan, so a plan never names
    a module its runner lacks. New snapshots go to the runners from memory; only a
    snapshot that re-enters the active set is read back from its folder.
@@ -117,6 +119,8 @@ class LeagueDriver:
             else None
         )
         self._initial_weights = self.learner_weights(self.players)
+        # Per main, the snapshot ids its learner holds as its magnet (none after a restore).
+        self._magnet_members: dict[str, tuple[str, ...]] = {}
         self._specs = {side: snapshot_module_spec(cfg, side) for side in self.layout.sides}
         # Weights of snapshots taken since the last push: sent from memory, not disk.
         self._fresh_weights: dict[str, Mapping[str, np.ndarray]] = {}
@@ -132,6 +136,7 @@ class LeagueDriver:
         for sid in ids:
             self.export_snapshot(sid, self._initial_weights[self.league.snapshots[sid].player])
         self.active_set, self.plan = next_plan(self.league, self.rng)
+        self.send_magnets()
         self.push()
         return ids
 
@@ -241,6 +246,31 @@ class LeagueDriver:
             k: v for k, v in weights.items() if k.startswith(POLICY_PREFIX)
         }
 
+    def send_magnets(self) -> None:
+        """Give each main's learner the latest `magnet_league_snapshots` snapshots of its
+        side as its magnet, when they changed (before `push` clears fresh weights)."""
+        count = self.cfg.ppo.magnet_league_snapshots
+        if not count:
+            return
+        for main in self.cfg.league.player_ids(MAIN, self.layout.sides):
+            side = side_of(main)
+            latest = sorted(
+                (s for s in self.league.snapshots.values() if side_of(s.id) == side),
+                key=lambda s: (s.iteration, s.step, s.id),
+            )[-count:]
+            ids = tuple(s.id for s in latest)
+            if not ids or self._magnet_members.get(main) == ids:
+                continue
+            members = [self.snapshot_weights(sid) for sid in ids]
+
+            def install(learner: Any, player: str = main, weights: list = members) -> None:
+                learner.set_league_magnet(player, weights)
+
+            for call in self.algo.learner_group.foreach_learner(install):
+                if not call.ok:  # a remote learner's error comes back as a value
+                    raise call.get()
+            self._magnet_members[main] = ids
+
     # ---- one iteration -------------------------------------------------------
 
     def step(self, iteration: int, result: Mapping[str, Any]) -> LeagueStepReport:
@@ -276,6 +306,7 @@ class LeagueDriver:
         self.active_set, self.plan = next_plan(
             self.league, self.rng, self.active_set, iteration=iteration
         )
+        self.send_magnets()
         self.push()
         active = self.active_set
         return LeagueStepReport(
