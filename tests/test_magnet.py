@@ -140,7 +140,7 @@ def test_a_mains_magnet_can_be_the_leagues_latest_snapshots(ray_session, tmp_pat
         members = driver._magnet_members[MAIN_PLAYER]
         assert len(snapshots) > 2 and members == tuple(s.id for s in snapshots[-2:])
         copies = learner._league_magnets[MAIN_PLAYER]
-        assert len(copies) == 2 and learner.magnet_interval == 10
+        assert len(copies) == 2  # its own copies would be one: no refresh in 4 of 10 iterations
         policies = [load_snapshot(tmp_path / "snapshots" / sid, "tictactoe") for sid in members]
         space = learner.module[MAIN_PLAYER].unwrapped().observation_space
         observations = [space.sample() for _ in range(64)]
