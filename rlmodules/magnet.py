@@ -96,11 +96,7 @@ class MagnetRegularized:
     def set_league_magnet(self, module_id: str, members: Sequence[Mapping[str, Any]]) -> None:
         """Make `module_id`'s magnet the average policy of `members` (policy weights, by
         the player's own parameter names, as league snapshots hold them) until the next
-        call; no members gives the player back its own copies."""
-        if not members:
-            self._league_member_magnets.discard(module_id)
-            self.refresh_magnet(module_id, forget=True)
-            return
+        call."""
         player = self.module[module_id].unwrapped()
         copies = []
         for weights in members:

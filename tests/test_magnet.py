@@ -139,6 +139,7 @@ def test_a_mains_magnet_can_be_the_leagues_latest_snapshots(ray_session, tmp_pat
         snapshots = sorted(driver.league.snapshots.values(), key=lambda s: (s.iteration, s.step))
         members = driver._magnet_members[MAIN_PLAYER]
         assert len(snapshots) > 2 and members == tuple(s.id for s in snapshots[-2:])
+        assert set(driver._magnet_weights) == set(members)  # older members' weights let go
         copies = learner._league_magnets[MAIN_PLAYER]
         assert len(copies) == 2  # its own copies would be one: no refresh in 4 of 10 iterations
         policies = [load_snapshot(tmp_path / "snapshots" / sid, "tictactoe") for sid in members]

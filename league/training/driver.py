@@ -119,8 +119,10 @@ class LeagueDriver:
             else None
         )
         self._initial_weights = self.learner_weights(self.players)
-        # Per main, the snapshot ids its learner holds as its magnet (none after a restore).
+        # Per main, the snapshot ids its learner holds as its magnet (none after a restore),
+        # and their weights: a new set reuses them instead of reading the files again.
         self._magnet_members: dict[str, tuple[str, ...]] = {}
+        self._magnet_weights: dict[str, Mapping[str, np.ndarray]] = {}
         self._specs = {side: snapshot_module_spec(cfg, side) for side in self.layout.sides}
         # Weights of snapshots taken since the last push: sent from memory, not disk.
         self._fresh_weights: dict[str, Mapping[str, np.ndarray]] = {}
@@ -261,7 +263,9 @@ class LeagueDriver:
             ids = tuple(s.id for s in latest)
             if not ids or self._magnet_members.get(main) == ids:
                 continue
-            members = [self.snapshot_weights(sid) for sid in ids]
+            held = self._magnet_weights
+            weights_by_id = {sid: held.get(sid) or self.snapshot_weights(sid) for sid in ids}
+            members = list(weights_by_id.values())
 
             def install(learner: Any, player: str = main, weights: list = members) -> None:
                 learner.set_league_magnet(player, weights)
@@ -270,6 +274,9 @@ class LeagueDriver:
                 if not call.ok:  # a remote learner's error comes back as a value
                     raise call.get()
             self._magnet_members[main] = ids
+            wanted = {sid for members_of in self._magnet_members.values() for sid in members_of}
+            held = {**held, **weights_by_id}
+            self._magnet_weights = {sid: w for sid, w in held.items() if sid in wanted}
 
     # ---- one iteration -------------------------------------------------------
 
