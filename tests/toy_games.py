@@ -108,15 +108,22 @@ def asymmetric_nim() -> Nim:
 
 
 class _Crashing(Nim):
-    """Nim whose rules break after some moves: a bug in a user's game, found mid-run."""
+    """Nim whose rules break after some moves: a bug in a user's game, found mid-run.
+
+    The moves are counted over every copy in the process, not per copy: a runner plays
+    64 copies, so a per-copy count would need dozens of iterations, which a short
+    timed run under load may not reach (the crash then never comes).
+    """
+
+    moves_in_process = 0
 
     def __init__(self, crash_after: int) -> None:
         super().__init__()
-        self.moves_left = crash_after
+        self.crash_after = crash_after
 
     def step(self, action):
-        self.moves_left -= 1
-        if self.moves_left < 0:
+        _Crashing.moves_in_process += 1
+        if _Crashing.moves_in_process > self.crash_after:
             raise RuntimeError("the rules of this game broke: no stones pile 4\nmore detail")
         super().step(action)
 
