@@ -264,7 +264,9 @@ class LeagueDriver:
             if not ids or self._magnet_members.get(main) == ids:
                 continue
             held = self._magnet_weights
-            weights_by_id = {sid: held.get(sid) or self.snapshot_weights(sid) for sid in ids}
+            weights_by_id = {
+                sid: held[sid] if sid in held else self.snapshot_weights(sid) for sid in ids
+            }
             members = list(weights_by_id.values())
 
             def install(learner: Any, player: str = main, weights: list = members) -> None:
@@ -274,9 +276,9 @@ class LeagueDriver:
                 if not call.ok:  # a remote learner's error comes back as a value
                     raise call.get()
             self._magnet_members[main] = ids
-            wanted = {sid for members_of in self._magnet_members.values() for sid in members_of}
-            held = {**held, **weights_by_id}
-            self._magnet_weights = {sid: w for sid, w in held.items() if sid in wanted}
+            held.update(weights_by_id)
+            kept = set().union(*self._magnet_members.values())  # every main's members
+            self._magnet_weights = {sid: w for sid, w in held.items() if sid in kept}
 
     # ---- one iteration -------------------------------------------------------
 
