@@ -293,10 +293,16 @@ def test_play_kuhn_poker_in_the_terminal_without_seeing_hidden_cards():
 
 def test_exact_meta_game_matches_played_games():
     """exact_meta_game's expected returns agree with 8,000 sampled kuhn_poker games."""
+    import pyspiel
     import torch
+    from open_spiel.python import policy as os_policy
 
     from league.snapshot import POLICY_PREFIX, SnapshotPolicy, player_metadata
-    from league.tools.openspiel_exploitability import exact_meta_game
+    from league.tools.openspiel_exploitability import (
+        exact_meta_game,
+        openspiel_game,
+        tabular_policies,
+    )
     from rlmodules.networks import build_policy_network
 
     obs, act = game_spaces("kuhn_poker")
@@ -313,6 +319,17 @@ def test_exact_meta_game_matches_played_games():
         )
     matrix = exact_meta_game("kuhn_poker", policies)
     np.testing.assert_allclose(matrix, -matrix.T, atol=1e-9)  # zero-sum, seats averaged
+    # OpenSpiel's own expected returns, pair by pair and seat by seat, agree exactly.
+    game = openspiel_game("kuhn_poker")
+    compiled = [
+        os_policy.python_policy_to_pyspiel_policy(table)
+        for table in tabular_policies(game, list(policies.values()))
+    ]
+    for i, j in [(0, 1), (1, 0), (0, 2), (2, 1)]:
+        root = game.new_initial_state()
+        as_first = pyspiel.expected_returns(root, [compiled[i], compiled[j]], -1, True)[0]
+        as_second = pyspiel.expected_returns(root, [compiled[j], compiled[i]], -1, True)[1]
+        assert matrix[i, j] == pytest.approx((as_first + as_second) / 2, abs=1e-9)
     # The pair that differs most: a seat or sign mistake moves its value by 2|m|.
     first, second = np.unravel_index(np.abs(matrix).argmax(), matrix.shape)
     assert abs(matrix[first, second]) > 0.15  # the strategies differ

@@ -150,11 +150,11 @@ def least_exploitable_mixture(
     exploitability; with more, the least NashConv of every seat drawing a member that
     a local search finds."""
     from league.tools import least_exploitable as solve
-    from league.tools.openspiel_exploitability import openspiel_game, tabular_policy
+    from league.tools.openspiel_exploitability import openspiel_game, tabular_policies
 
     spiel_game = openspiel_game(game)
     log(f"weighing {len(policies)} policies against exact best responses on {game}")
-    tables = [tabular_policy(spiel_game, policy) for policy in policies.values()]
+    tables = tabular_policies(spiel_game, list(policies.values()))
     if spiel_game.num_players() == 2:
         result = solve.least_exploitable_weights(spiel_game, tables, progress=log)
         found = (
