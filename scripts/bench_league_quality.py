@@ -206,7 +206,12 @@ def mixtures(
             continue
         if not out.is_dir():
             command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
-            subprocess.run([*command, "--solver", solver, "--out", str(out)], check=True)
+            command += ["--solver", solver, "--out", str(out)]
+            if subprocess.run(command).returncode != 0:
+                # Its one line says why (a population too large to weigh): the run's
+                # other figures still count.
+                print(f"[{game}] no {solver} mixture", flush=True)
+                continue
         mixture = load_policy(out)
         # OpenSpiel combines the members per history in Python: members x histories
         # visits (leduc_poker_3p's 64 x 1.8M ran past 20 minutes).

@@ -80,6 +80,7 @@ def league_mixture(
     small_tree = bool(spiel) and (
         two_player or solver not in ("auto", "least-exploitable") or weighable(game)
     )
+    chosen_by_auto = solver == "auto"
     if solver == "auto":
         if spiel and payoff == "auto" and small_tree:
             solver = "least-exploitable"
@@ -109,13 +110,19 @@ def league_mixture(
         players = [p for p in league.players if side_of(p) == side]
         policies = league_policies(run, snapshots, players)
         if solver == "least-exploitable":
-            weights = least_exploitable_mixture(game, policies, log)
-            what = (
-                "least-exploitable mixture"
-                if two_player
-                else "least-NashConv mixture (local search)"
-            )
-            return SolvedMixture({m: policies[m] for m in weights}, weights, what)
+            try:
+                weights = least_exploitable_mixture(game, policies, log)
+            except TooManyHistoriesError as err:
+                if not (chosen_by_auto and two_player):
+                    raise
+                log(f"{err}: solving the exact Nash mixture instead")
+            else:
+                what = (
+                    "least-exploitable mixture"
+                    if two_player
+                    else "least-NashConv mixture (local search)"
+                )
+                return SolvedMixture({m: policies[m] for m in weights}, weights, what)
         weights = exact_nash_mixture(game, policies, log)
         return SolvedMixture(
             {m: policies[m] for m in weights}, weights, "Nash mixture (exact payoffs)"
@@ -149,12 +156,22 @@ def least_exploitable_mixture(
     with two players (zero-sum), those that minimise the mixture's exact
     exploitability; with more, the least NashConv of every seat drawing a member that
     a local search finds."""
+    from open_spiel.python import policy as os_policy
+
     from league.tools import least_exploitable as solve
     from league.tools.openspiel_exploitability import openspiel_game, tabular_policies
 
     spiel_game = openspiel_game(game)
     log(f"weighing {len(policies)} policies against exact best responses on {game}")
-    tables = tabular_policies(spiel_game, list(policies.values()))
+    template = os_policy.TabularPolicy(spiel_game)
+    states, actions = template.action_probability_array.shape
+    if len(policies) * states * actions > solve.MAX_TABLE_ENTRIES:
+        raise TooManyHistoriesError(
+            f"{game}: {len(policies)} members x {states:,} info states x {actions} actions "
+            f"is past {solve.MAX_TABLE_ENTRIES:,} table entries; the least-exploitable "
+            "mixture holds several such tables (use --solver nash)"
+        )
+    tables = tabular_policies(spiel_game, list(policies.values()), template)
     if spiel_game.num_players() == 2:
         result = solve.least_exploitable_weights(spiel_game, tables, progress=log)
         found = (
