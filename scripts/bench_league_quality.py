@@ -208,8 +208,8 @@ def mixtures(
             command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
             command += ["--solver", solver, "--out", str(out)]
             if subprocess.run(command).returncode != 0:
-                # Its one line says why (a population too large to weigh): the run's
-                # other figures still count.
+                # Refused (its one line says why: a population too large to weigh) or
+                # killed: the run's other figures still count.
                 print(f"[{game}] no {solver} mixture", flush=True)
                 continue
         mixture = load_policy(out)
