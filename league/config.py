@@ -394,12 +394,12 @@ def stored_settings(top: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def game_kind(game: str, kwargs: Mapping[str, Any]) -> str:
-    """The kind of a game outside the registry (league/presets.yaml, `kinds`), or ''."""
-    if game.startswith(OPENSPIEL_PREFIX) and needs_mixed_play(
-        game[len(OPENSPIEL_PREFIX) :], kwargs
-    ):
-        return "mixed_play"
-    return ""
+    """The kind of a game outside the registry (league/presets.yaml, `kinds`), or ''
+    (not an OpenSpiel game, or no such game: loading it names the problem)."""
+    if not game.startswith(OPENSPIEL_PREFIX):
+        return ""
+    mixed = needs_mixed_play(game[len(OPENSPIEL_PREFIX) :], kwargs)
+    return {True: "mixed_play", False: "pure_play"}.get(mixed, "")
 
 
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:

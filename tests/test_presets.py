@@ -7,8 +7,9 @@ import pytest
 
 from envs.registry import REGISTRY_NAMES
 from league.cli import build_parser, main, train_config_from_args
-from league.config import ConfigError, TrainConfig
+from league.config import ConfigError, TrainConfig, game_kind
 from league.config_groups import PPOSettings
+from league.core.config import LeagueConfig
 from league.presets import (
     evidence,
     game_entries,
@@ -96,9 +97,19 @@ def test_games_outside_the_registry_that_need_mixed_play_get_their_kinds_setting
     )
 
 
-def test_perfect_information_games_outside_the_registry_get_the_generic_defaults() -> None:
+def test_perfect_information_games_outside_the_registry_get_the_board_mix() -> None:
     cfg = TrainConfig.from_dict({"env": "openspiel:breakthrough(rows=5,columns=5)"})
-    assert cfg.ppo == PPOSettings()
+    assert cfg.ppo == PPOSettings()  # the board preset is league settings only
+    board = preset_settings("board")["league"]
+    assert cfg.league.main_self_play_prob == board["main_self_play_prob"]
+    assert cfg.league.main_learner_share == board["main_learner_share"]
+    assert cfg.league.main_self_play_prob != LeagueConfig.main_self_play_prob
+    # Not an OpenSpiel game, or no such game: the generic defaults.
+    assert (
+        game_kind("pettingzoo.classic.connect_four_v3:env", {})
+        == game_kind("openspiel:no_such_game", {})
+        == ""
+    )
     # A registry game by its OpenSpiel name keeps its own entry, not its kind's.
     kuhn = TrainConfig.from_dict({"env": "openspiel:kuhn_poker"})
     assert kuhn.ppo.entropy_coeff == game_settings("kuhn_poker")["ppo"]["entropy_coeff"]
