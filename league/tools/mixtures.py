@@ -81,11 +81,9 @@ def league_mixture(
         two_player or solver not in ("auto", "least-exploitable") or weighable(game)
     )
     chosen_by_auto = solver == "auto"
+    league_solver = "nash" if len(layout.teams) == 2 else "alpharank"
     if solver == "auto":
-        if spiel and payoff == "auto" and small_tree:
-            solver = "least-exploitable"
-        else:
-            solver = "nash" if len(layout.teams) == 2 else "alpharank"
+        solver = "least-exploitable" if spiel and payoff == "auto" and small_tree else league_solver
     if payoff == "auto":
         payoff = "exact" if spiel and two_player and solver == "nash" else "league"
     snapshots = [s for s in league.snapshots if side_of(s) == side]
@@ -113,8 +111,11 @@ def league_mixture(
             try:
                 weights = least_exploitable_mixture(game, policies, log)
             except TooManyHistoriesError as err:
-                if not (chosen_by_auto and two_player):
+                if not chosen_by_auto:
                     raise
+                if not two_player:
+                    log(f"{err}: solving the {league_solver} mixture over league payoffs instead")
+                    return _league_payoff_mixture(run, league, side, league_solver)
                 log(f"{err}: solving the exact Nash mixture instead")
             else:
                 what = (
@@ -131,6 +132,12 @@ def league_mixture(
         check_solver(solver, len(layout.teams), len(layout.sides))
     except ValueError as err:
         raise MixtureError(str(err)) from None
+    return _league_payoff_mixture(run, league, side, solver)
+
+
+def _league_payoff_mixture(run: RunDir, league: League, side: str, solver: str) -> SolvedMixture:
+    """`solver`'s mixture of one side's snapshots over the league's payoff table."""
+    layout = league.layout
     by_side = {s: [m for m in league.snapshots if side_of(m) == s] for s in layout.sides}
     weights = {
         m: w for m, w in meta_weights(league.payoff, by_side, solver).items() if side_of(m) == side
@@ -165,14 +172,20 @@ def least_exploitable_mixture(
     log(f"weighing {len(policies)} policies against exact best responses on {game}")
     template = os_policy.TabularPolicy(spiel_game)
     states, actions = template.action_probability_array.shape
+    two_player = spiel_game.num_players() == 2
     if len(policies) * states * actions > solve.MAX_TABLE_ENTRIES:
+        what, instead = (
+            ("least-exploitable mixture", "nash")
+            if two_player
+            else ("least-NashConv search", "alpharank")
+        )
         raise TooManyHistoriesError(
             f"{game}: {len(policies)} members x {states:,} info states x {actions} actions "
-            f"is past {solve.MAX_TABLE_ENTRIES:,} table entries; the least-exploitable "
-            "mixture holds several such tables (use --solver nash)"
+            f"is past {solve.MAX_TABLE_ENTRIES:,} table entries; the {what} holds several "
+            f"such tables (use --solver {instead})"
         )
     tables = tabular_policies(spiel_game, list(policies.values()), template)
-    if spiel_game.num_players() == 2:
+    if two_player:
         result = solve.least_exploitable_weights(spiel_game, tables, progress=log)
         found = (
             f"least exploitable: {result.exploitability:.4f} (no mixture of these members "
