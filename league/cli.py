@@ -193,6 +193,13 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
         help="with --mixture, in a game of several sides (predators and prey): whose mixture",
     )
     p.add_argument(
+        "--distill",
+        action="store_true",
+        help="with --mixture: export one network fitted to play as the mixture does (its "
+        "behaviour strategy on every information state; OpenSpiel games whose tree can be "
+        "enumerated) instead of the members and weights; --format onnx works with it",
+    )
+    p.add_argument(
         "--force",
         action="store_true",
         help="replace an existing snapshot, mixture or .onnx file at --out "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -206,12 +207,12 @@ def _snapshots_from_run_dir(run_dir: Path, store_url: str | None) -> dict[str, d
 def cmd_export_mixture(args: argparse.Namespace) -> int:
     from league.core.league import League
     from league.run import RunDir
-    from league.snapshot import SnapshotError, save_mixture
+    from league.snapshot import MixturePolicy, SnapshotError, save_mixture
     from league.store import StoreError, open_store
     from league.tools.least_exploitable import NotZeroSumError, TooManyHistoriesError
     from league.tools.mixtures import MixtureError, league_mixture
 
-    if args.format != "snapshot":
+    if args.format != "snapshot" and not args.distill:
         raise CliError("--mixture exports a mixture snapshot directory, not --format onnx")
     _refuse_existing(Path(args.out), args.force)
     run = RunDir(args.run_dir)
@@ -239,12 +240,35 @@ def cmd_export_mixture(args: argparse.Namespace) -> int:
             side=args.side,
             log=lambda line: print(line, flush=True),
         )
-    with refuse(SnapshotError):
-        out = save_mixture(args.out, mixture.members, mixture.weights)
     weights = mixture.weights
     shown = ", ".join(f"{sid} {w:.3f}" for sid, w in sorted(weights.items(), key=lambda kv: -kv[1]))
+    if args.distill:
+        out = _export_distilled(args, MixturePolicy(mixture.members, weights))
+        print(f"exported the league's {mixture.what} ({shown}) distilled into one network to {out}")
+        return 0
+    with refuse(SnapshotError):
+        out = save_mixture(args.out, mixture.members, weights)
     print(f"exported the league's {mixture.what} ({len(weights)} members: {shown}) to {out}")
     return 0
+
+
+def _export_distilled(args: argparse.Namespace, mixture: Any) -> Path:
+    """Fit one network to the mixture's play and write it as a snapshot or ONNX."""
+    from league.snapshot import POLICY_PREFIX, SnapshotError, save_snapshot
+    from league.snapshot.onnx import export_onnx
+    from league.tools.distill import distill_mixture
+    from league.tools.least_exploitable import TooManyHistoriesError
+    from league.tools.openspiel_exploitability import GameTooLargeError, NotAnOpenSpielGameError
+
+    with refuse(NotAnOpenSpielGameError, GameTooLargeError, TooManyHistoriesError):
+        policy, _ = distill_mixture(mixture, log=lambda line: print(line, flush=True))
+    weights = {POLICY_PREFIX + k: v.numpy() for k, v in policy.net.state_dict().items()}
+    with refuse(SnapshotError):
+        if args.format == "snapshot":
+            return save_snapshot(args.out, weights, policy.meta)
+        with tempfile.TemporaryDirectory() as tmp:
+            source = save_snapshot(Path(tmp) / "distilled", weights, policy.meta)
+            return export_onnx(source, args.out, overwrite=args.force)
 
 
 def _refuse_existing(out: Path, force: bool) -> None:

@@ -16,11 +16,13 @@ allows it:
   exact exploitability (OpenSpiel's own `exploitability`, NashConv/2; uniform play's
   beside it) of the main and, for the league, of its two
   mixtures over snapshots and players (`league export --mixture --solver nash` and
-  `least-exploitable`, reach-weighted) and the mean and max over the main's last
+  `least-exploitable`, reach-weighted), the least-exploitable one distilled into one
+  network (`--distill`) and the mean and max over the main's last
   `--late-snapshots` snapshots;
 - kuhn_poker_3p, leduc_poker_3p (OpenSpiel, three players): exact NashConv (OpenSpiel's
   `nash_conv`, every seat playing the policy) of the main and, for the league, of its
-  alpha-rank mixture over snapshots (`league export --mixture`) and the mean over the
+  alpha-rank and least-NashConv mixtures over snapshots (`league export --mixture`),
+  the least-NashConv one distilled into one network (`--distill`), and the mean over the
   main's last `--late-snapshots` snapshots;
 - texas_holdem_4p: the league main's mean chips per hand against three copies of the
   self-play main (its seat rotating), with a 95% interval;
@@ -66,6 +68,7 @@ from league.core.ids import parse_module_id, player_id
 from league.run import RunDir
 from league.snapshot import load_policy
 from league.store import open_store
+from league.tools.distill import distill_mixture
 from league.tools.evaluation import evaluate, play_game
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
 from league.tools.least_exploitable import MAX_HISTORIES
@@ -224,6 +227,11 @@ def mixtures(
             )
             continue
         row[f"{solver} mixture"] = measure(game, mixture)
+        if solver == "least-exploitable":
+            # The mixture as one network (`league export --mixture --distill`).
+            distilled, fit = distill_mixture(mixture, log=lambda line: print(f"[{game}] {line}"))
+            row[f"{solver} mixture distilled"] = measure(game, distilled)
+            row["distill seconds"] = fit.seconds
     return row
 
 

@@ -184,6 +184,13 @@ def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_pa
         least_ex = exploitability(game, load_policy(least))
         assert 0.0 <= nash_ex < uniform_measure(game) + 1.0
         assert least_ex <= nash_ex + 1e-3  # same members, weighed against every opponent
+    if game == "kuhn_poker":  # the mixture as one network, a snapshot or ONNX
+        distilled, onnx_out = tmp_path / "distilled", tmp_path / "distilled.onnx"
+        assert main([*argv, "--distill", "--out", str(distilled)]) == 0
+        assert "distilled into one network" in capsys.readouterr().out
+        assert exploitability(game, load_policy(distilled)) == pytest.approx(least_ex, abs=0.01)
+        assert main([*argv, "--distill", "--format", "onnx", "--out", str(onnx_out)]) == 0
+        assert onnx_out.stat().st_size > 0
     dest = tmp_path / "export"
     assert main(["export", "--run-dir", str(run), "--player", "main_0", "--out", str(dest)]) == 0
     policy = load_policy(dest)

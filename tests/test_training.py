@@ -321,6 +321,12 @@ def test_export_mixture_writes_the_leagues_nash_mixture(short_run, tmp_path, cap
     assert all(is_snapshot_id(m) for m in mixture.ids)
     records = evaluate("tictactoe", mixture, RandomPlayer(), 10, seed=0)
     assert sum(r.games for r in records) == 20
+    distilled = tmp_path / "distilled"
+    argv = ["export", "--mixture", "--distill", "--run-dir", cfg.run.run_dir]
+    assert main([*argv, "--out", str(distilled)]) == 2  # tictactoe is not an OpenSpiel game
+    err = capsys.readouterr().err
+    assert err.startswith("league: error:") and "OpenSpiel" in err and err.count("\n") == 1
+    assert not distilled.exists()
 
 
 def test_learning_rate_and_entropy_bonus_anneal_to_their_final_values(ray_session):
