@@ -210,11 +210,14 @@ def mixtures(
         if not out.is_dir():
             command = [LEAGUE_CLI, "export", "--mixture", "--run-dir", str(run.path)]
             command += ["--solver", solver, "--out", str(out)]
+            started = time.perf_counter()
             if subprocess.run(command).returncode != 0:
                 # Refused (its one line says why: a population too large to weigh) or
                 # killed: the run's other figures still count.
                 print(f"[{game}] no {solver} mixture", flush=True)
                 continue
+            # Work after the run's budget, beside the figure it buys.
+            row[f"{solver} mixture seconds"] = time.perf_counter() - started
         mixture = load_policy(out)
         # OpenSpiel combines the members per history in Python: members x histories
         # visits (leduc_poker_3p's 64 x 1.8M ran past 20 minutes).

@@ -52,7 +52,7 @@ def test_the_distilled_network_is_as_exploitable_as_the_mixture(tmp_path, game):
     # It plays the mixture, not its heaviest member: the members are measurably apart.
     assert min(abs(mixture_value - v) for v in member_values) > 0.02
     assert distilled.meta.extra["distilled_from"]["main_0@0"] == pytest.approx(0.5)
-    assert distilled.meta.parent == "main_0" and distilled.meta.version is None
+    assert distilled.meta.parent == "main_0@0" and distilled.meta.version is None
     assert any("information states" in line for line in lines)
 
 

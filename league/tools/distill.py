@@ -30,8 +30,9 @@ from league.snapshot.mixture import MixturePolicy
 from league.tools.least_exploitable import MAX_TABLE_ENTRIES, TooManyHistoriesError
 
 DISTILL_STEPS = 3000
-"""Adam steps of the fit (each over at most BATCH information states): about 10 s on
-2 cores for a game of tens of thousands of information states."""
+"""Adam steps of the fit (each over at most BATCH information states). The whole
+distillation on 2 cores: kuhn_poker_3p (48 states) about 8 s, goofspiel(num_cards=4)
+(6,056 states, 14 members) about a minute."""
 BATCH = 4096
 LEARNING_RATE = 1e-3
 
@@ -110,13 +111,14 @@ def distill_mixture(
     targets *= masks
     targets /= targets.sum(axis=1, keepdims=True)
 
-    heaviest = mixture.members[mixture.ids[int(np.argmax(mixture.weights))]]
+    heaviest_id = mixture.ids[int(np.argmax(mixture.weights))]
+    heaviest = mixture.members[heaviest_id]
     net = copy.deepcopy(heaviest.net)
     fit_network(net, observations, masks, targets, steps=steps, seed=seed)
     meta = replace(
         heaviest.meta,
         version=None,
-        parent=heaviest.meta.player,
+        parent=heaviest_id,
         rating=None,
         weights_sha256=None,
         extra={
