@@ -219,16 +219,6 @@ def mixtures(
             # Work after the run's budget, beside the figure it buys.
             row[f"{solver} mixture seconds"] = time.perf_counter() - started
         mixture = load_policy(out)
-        # OpenSpiel combines the members per history in Python: members x histories
-        # visits (leduc_poker_3p's 64 x 1.8M ran past 20 minutes).
-        visits = len(mixture.ids) * (game_tree_size(game) or MIXTURE_VISITS + 1)
-        if visits > MIXTURE_VISITS:
-            print(
-                f"[{game}] {solver} mixture not measured: {len(mixture.ids)} members x "
-                f"{visits // len(mixture.ids):,} histories",
-                flush=True,
-            )
-            continue
         row[f"{solver} mixture"] = measure(game, mixture)
         if solver == "least-exploitable":
             # The mixture as one network (`league export --mixture --distill`).
@@ -236,10 +226,6 @@ def mixtures(
             row[f"{solver} mixture distilled"] = measure(game, distilled)
             row["distill seconds"] = fit.seconds
     return row
-
-
-MIXTURE_VISITS = 20_000_000
-"""The most member x history visits a mixture's exact measure may take (about a minute)."""
 
 
 def team_head_to_head(

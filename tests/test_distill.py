@@ -87,3 +87,35 @@ def test_a_game_not_from_openspiel_is_refused(tmp_path):
     mixture = MixturePolicy({"main_0@0": load_policy(tmp_path / "m")}, {"main_0@0": 1.0})
     with pytest.raises(NotAnOpenSpielGameError, match="OpenSpiel"):
         distill_mixture(mixture)
+
+
+@pytest.mark.parametrize("game", ["kuhn_poker_3p", "leduc_poker"])
+def test_the_mixtures_behaviour_is_openspiels_aggregate(tmp_path, game):
+    """`mixture_behaviour` (one walk, every member at once) equals OpenSpiel's
+    PolicyAggregator (history by history) on every information state."""
+    from open_spiel.python import policy as os_policy
+    from open_spiel.python.algorithms.policy_aggregator import PolicyAggregator
+
+    from league.tools.openspiel_exploitability import (
+        mixture_behaviour,
+        openspiel_game,
+        tabular_policies,
+    )
+
+    spiel_game = openspiel_game(game)
+    members = _members(tmp_path, game, 3)
+    mixture = MixturePolicy(members, {"main_0@0": 0.6, "main_0@1": 0.3, "main_0@2": 0.1})
+    template = os_policy.TabularPolicy(spiel_game)
+    ours = mixture_behaviour(spiel_game, mixture, template)
+    tables = tabular_policies(spiel_game, list(members.values()), template)
+    players = list(range(spiel_game.num_players()))
+    weights = [0.6, 0.3, 0.1]
+    theirs = PolicyAggregator(spiel_game).aggregate(
+        players, [tables for _ in players], [weights for _ in players]
+    )
+    # Members of full support (softmax) reach every state: all of them compare.
+    for row, state in enumerate(template.states):
+        for action, probability in theirs.action_probabilities(state).items():
+            assert ours.action_probability_array[row, action] == pytest.approx(
+                probability, abs=1e-9
+            )

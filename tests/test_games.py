@@ -166,6 +166,8 @@ def test_each_new_registry_game_trains_evaluates_and_exports(ray_session, tmp_pa
     assert main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "eval (greedy" in out and "vs random" in out  # past its first evaluation
+    # The closing hints offer the mixture as one network on OpenSpiel games only.
+    assert ("--mixture --distill" in out) == (game in ("kuhn_poker", "leduc_poker"))
     games = "2" if game == "go9" else "20"
     assert main(["evaluate", "--run-dir", str(run), "--games", games]) == 0
     out = capsys.readouterr().out

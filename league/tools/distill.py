@@ -3,12 +3,13 @@
 A mixture is played by drawing one member per game. With perfect recall the same
 play is one behaviour strategy (Kuhn's theorem): at each information state, the
 members' action probabilities weighted by each member's weight times its own
-probability of reaching that state. OpenSpiel's `PolicyAggregator` computes that
-strategy; this module fits one network of the members' architecture to it on every
-information state of the game, so the league's mixture exports as a single snapshot
-(ONNX, any loader, `league evaluate`) that plays as the mixture does, up to the fit's
-error (reported, and measured exactly by `league evaluate`). NFSP's average-policy
-network (Heinrich & Silver 2016) learns the same target from sampled play.
+probability of reaching that state (`mixture_behaviour`, what OpenSpiel's
+`PolicyAggregator` builds). This module fits one network of the members'
+architecture to it on every information state of the game, so the league's mixture
+exports as a single snapshot (ONNX, any loader, `league evaluate`) that plays as the
+mixture does, up to the fit's error (reported, and measured exactly by `league
+evaluate`). NFSP's average-policy network (Heinrich & Silver 2016) learns the same
+target from sampled play.
 
 OpenSpiel games only: their information states are enumerated; the fit starts from
 the heaviest member's weights.
@@ -104,12 +105,7 @@ def distill_mixture(
         [observation_for(game, state, state.current_player()) for state in template.states]
     )
     masks = np.asarray(template.legal_actions_mask, dtype=np.int8)
-    targets = np.zeros((states, actions))
-    for row, state in enumerate(template.states):
-        for action, probability in behaviour.action_probabilities(state).items():
-            targets[row, action] = probability
-    targets *= masks
-    targets /= targets.sum(axis=1, keepdims=True)
+    targets = behaviour.action_probability_array
 
     heaviest_id = mixture.ids[int(np.argmax(mixture.weights))]
     heaviest = mixture.members[heaviest_id]

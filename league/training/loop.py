@@ -28,6 +28,7 @@ import numpy as np
 import ray
 
 from envs.opponents import make_opponent, reference_opponents
+from envs.registry import get_game
 from league.config import ConfigError, TrainConfig
 from league.core.outcomes import SeatRecord
 from league.run import IterationRecord, LeagueRecord, RunDir, RunDirError, write_json_atomic
@@ -385,6 +386,11 @@ def next_steps(cfg: TrainConfig, run: RunDir) -> list[str]:
             f"  league export --run-dir {where} --mixture --out {where}/mixture"
             "   # the league's mixture"
         )
+        if get_game(cfg.game_id).openspiel is not None:
+            lines.append(
+                f"  league export --run-dir {where} --mixture --distill --out "
+                f"{where}/mixture.snapshot   # as one network (small game trees)"
+            )
     lines += [
         f"  league export --run-dir {where} --out main_0.snapshot   # load_policy() anywhere",
         f"  tensorboard --logdir {shlex.quote(str(run.tensorboard))}",
