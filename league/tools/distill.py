@@ -33,7 +33,7 @@ from league.tools.least_exploitable import MAX_TABLE_ENTRIES, TooManyHistoriesEr
 DISTILL_STEPS = 3000
 """Adam steps of the fit (each over at most BATCH information states). The whole
 distillation on 2 cores: kuhn_poker_3p (48 states, 66 members) 4-5 s,
-goofspiel(num_cards=4) (6,056 states, 17 members) 46 s."""
+goofspiel(num_cards=4) (6,056 states, 14-17 members) 40-50 s."""
 BATCH = 4096
 LEARNING_RATE = 1e-3
 
