@@ -399,7 +399,9 @@ def game_kind(game: str, kwargs: Mapping[str, Any]) -> str:
     if not game.startswith(OPENSPIEL_PREFIX):
         return ""
     mixed = needs_mixed_play(game[len(OPENSPIEL_PREFIX) :], kwargs)
-    return {True: "mixed_play", False: "pure_play"}.get(mixed, "")
+    if mixed is None:
+        return ""
+    return "mixed_play" if mixed else "pure_play"
 
 
 def with_game_defaults(values: dict[str, Any]) -> dict[str, Any]:
