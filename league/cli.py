@@ -183,7 +183,7 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
         "restricted Nash; games of two teams); 'least-exploitable' weighs them against every "
         "opponent the game allows, by exact best responses (OpenSpiel games: the least "
         "exploitable mixture with two players, zero-sum; the least NashConv a local search "
-        "finds with more, trees of up to 200k histories); 'alpharank' ranks them by "
+        "finds with more, trees of up to 3M histories); 'alpharank' ranks them by "
         "alpha-rank over the league's payoffs (any "
         "number of seats or teams; not a Nash equilibrium); auto = least-exploitable where "
         "possible (unless --payoff is given), else nash for two teams, else alpharank",
