@@ -61,27 +61,35 @@ def kill_then_resume(store_url: str | None, tmp_path: Path, *flags: str) -> None
     if store_url:
         base += ["--store", store_url]
     env = own_ray_env()
-    proc = subprocess.Popen(
-        league_cmd(*base, "--stop-minutes", "10"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=ROOT,
-        start_new_session=True,
-    )
+    # The trainer's console goes to a file: a failure below shows its last lines.
+    console = tmp_path / "trainer.log"
+    with console.open("w") as out:
+        proc = subprocess.Popen(
+            league_cmd(*base, "--stop-minutes", "10"),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
     latest_file = run_dir / "checkpoints" / "latest.json"
     try:
         deadline = time.monotonic() + 240
+        checkpointed = done = 0
         # Kill between checkpoints: a checkpoint exists and later iterations ran.
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and proc.poll() is None:
             if latest_file.is_file():
-                latest = json.loads(latest_file.read_text())
+                checkpointed = json.loads(latest_file.read_text())["iteration"]
                 done = progress_iterations(run_dir)
-                if latest["iteration"] >= 3 and done % 3 == 2:
+                if checkpointed >= 3 and done % 3 == 2:
                     break
             time.sleep(0.2)
         else:
-            pytest.fail("training did not reach a checkpoint in time")
+            pytest.fail(
+                f"training did not reach a checkpoint in time (exit code {proc.poll()}, "
+                f"checkpoint at iteration {checkpointed}, {done} iterations in "
+                f"progress.jsonl); its console ends:\n{console.read_text()[-3000:]}"
+            )
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the trainer and its Ray processes
         proc.wait()
