@@ -158,7 +158,7 @@ def _figures(figures: dict[str, Any]) -> str:
 
 
 def _quality_table(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| date | commit | game | run | minutes | env steps (main's) | figures |"]
+    out = ["| date | commit | game | run | minutes | env steps (main's rows) | figures |"]
     out.append("| --- | --- | --- | --- | --- | --- | --- |")
     for r in sorted(rows, key=lambda r: (r["game"], r["date"]), reverse=True):
         steps = f"{r['env_steps']:,d} ({r['main_env_steps']:,d})" if r.get("env_steps") else ""
@@ -186,7 +186,13 @@ def benchmarks_page() -> str:
     quality = _read_results("league_quality")
     if quality:
         out += ["", "## League vs plain self-play (`docs/results/league_quality.jsonl`)", ""]
-        out += ["Newest first per game; the command of each row is in the file.", ""]
+        out += [
+            "Newest first per game; the command of each row is in the file. In parentheses:"
+            " the rows a league's first main trained on, one per seat it played at each of"
+            " its steps, so where the main holds several seats (a team, or both sides of"
+            " self-play) they can outnumber the run's env steps.",
+            "",
+        ]
         out += _quality_table(quality)
     for name, title in (("throughput", "Throughput"), ("soak", "Soak")):
         rows = _read_results(name)

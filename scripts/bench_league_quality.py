@@ -81,7 +81,7 @@ from league.tools.tactics import connect_four_tactics
 MODES = ("selfplay", "league")
 MAIN = "main_0"
 LEAGUE_CLI = str(Path(sys.executable).with_name("league"))
-Row = tuple[str, str, int, int, dict[str, float]]  # game, label, env steps, main's, figures
+Row = tuple[str, str, int, int, dict[str, float]]  # game, label, env steps, main's rows, figures
 
 
 def run_name(game: str, mode: str, seed: int | None) -> str:
@@ -115,7 +115,8 @@ def league_train(label: str, flags: list[str], run: RunDir) -> None:
 
 
 def steps(run: RunDir) -> tuple[int, int]:
-    """(env steps of the run, env steps that trained the first main)."""
+    """(env steps of the run, rows the first main trained on: one per seat it played at
+    each step, so a main holding several seats can have more rows than env steps)."""
     total = int(json.loads(run.latest_file.read_text())["env_steps"])
     if not run.store_file.is_file():
         return total, total  # self-play: every step trains the main
