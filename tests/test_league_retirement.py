@@ -1,5 +1,5 @@
-"""Retirement: lowest rating first, never a trainable player, never a latest
-snapshot of a main (nor of any player)."""
+"""Retirement: lowest rating first (from the fullest side when there are several),
+never a trainable player, never a latest snapshot of a main (nor of any player)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,27 @@ def test_protected_and_trainable_are_never_retired() -> None:
     assert select_retirements(snaps, budget=0, protected={"main_0@0", "main_0@1"}) == ()
     with pytest.raises(ValueError):
         select_retirements(snaps, budget=-1)
+
+
+def test_sides_are_retired_from_the_fullest_and_rated_within_themselves() -> None:
+    # simple_tag-like: every predator outrates every prey, so a league-wide
+    # "lowest first" would retire prey only.
+    predators = [snap(f"adversary.main_0@{v}", 30.0 + v, iteration=v) for v in range(6)]
+    prey = [snap(f"agent.main_0@{v}", 10.0 + v, iteration=v) for v in range(3)]
+    chosen = select_retirements(predators + prey, budget=6)
+    assert chosen == ("adversary.main_0@0", "adversary.main_0@1", "adversary.main_0@2")
+    # Past the point of balance the two sides take turns (a tie: the side named last).
+    chosen = select_retirements(predators + prey, budget=4)
+    assert chosen[:4] == (*(s.id for s in predators[:3]), "agent.main_0@0")
+    kept = {s.id for s in predators + prey} - set(chosen)
+    assert sorted(kept) == ["adversary.main_0@4", "adversary.main_0@5"] + [
+        "agent.main_0@1",
+        "agent.main_0@2",
+    ]
+    # A side whose snapshots are all protected is skipped, not over-retired.
+    protected = {s.id for s in prey}
+    chosen = select_retirements(predators[:2] + prey, budget=3, protected=protected)
+    assert chosen == ("adversary.main_0@0", "adversary.main_0@1")
 
 
 def record(a: str, b: str, result: str, k: int) -> MatchRecord:

@@ -1,10 +1,18 @@
 """Which snapshots leave the league when it outgrows its budget.
 
 Rule: while there are more than ``max_snapshots`` snapshots, retire the one
-with the **lowest current Elo rating** (ties: the older one, by iteration then
+with the **lowest current rating** (ties: the older one, by iteration then
 version, then id). The weakest snapshot is the one PFSP would least often need
 to revisit, and the rating covers every snapshot on one scale, unlike the
 payoff table which only knows recent pairs.
+
+In a game of several sides (predators and prey) ratings are compared within a
+side only, and the snapshot retired is taken from the side holding the most
+snapshots (ties: the side named last). Across sides the ratings say which side
+the game favours, not which snapshot is weak: on simple_tag every predator
+outscores every prey, so a league-wide "lowest first" retired every prey
+snapshot but the protected latest while the predators' filled the budget, and
+the predators' PFSP had one prey left to play.
 
 Never retired: trainable players (they are not snapshots at all) and the latest
 snapshot of every trainable player. Protecting mains' latest snapshots is what
@@ -17,9 +25,10 @@ stays over budget rather than break that rule.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
 
-from league.core.ids import is_snapshot_id
+from league.core.ids import is_snapshot_id, side_of
 from league.core.league import League
 from league.core.model import Snapshot
 
@@ -28,16 +37,28 @@ def select_retirements(
     snapshots: Iterable[Snapshot], budget: int, protected: Collection[str] = ()
 ) -> tuple[str, ...]:
     """Ids to retire so that at most ``budget`` snapshots remain (as far as
-    ``protected`` allows), lowest rating first. Pure: changes nothing."""
+    ``protected`` allows): from the fullest side, lowest rating first. Pure:
+    changes nothing."""
     if budget < 0:
         raise ValueError(f"budget must be >= 0, got {budget}")
     snaps = [s for s in snapshots if is_snapshot_id(s.id)]
     excess = len(snaps) - budget
     if excess <= 0:
         return ()
-    candidates = [s for s in snaps if s.id not in protected]
-    candidates.sort(key=lambda s: (s.rating, s.iteration, s.version, s.id))
-    return tuple(s.id for s in candidates[:excess])
+    held = Counter(side_of(s.id) for s in snaps)
+    candidates: dict[str, list[Snapshot]] = defaultdict(list)
+    for s in sorted(snaps, key=lambda s: (s.rating, s.iteration, s.version, s.id), reverse=True):
+        if s.id not in protected:
+            candidates[side_of(s.id)].append(s)  # weakest last: popped first
+    chosen: list[str] = []
+    for _ in range(excess):
+        sides = [side for side, queue in candidates.items() if queue]
+        if not sides:
+            break
+        side = max(sides, key=lambda side: (held[side], side))
+        chosen.append(candidates[side].pop().id)
+        held[side] -= 1
+    return tuple(chosen)
 
 
 def protected_snapshots(league: League) -> frozenset[str]:
