@@ -269,7 +269,9 @@ def paired_per_side(
     prey in every game): per side, the league's main and the self-play main each play
     that side against the same opponents (the other sides' mains of the league run and
     of the self-play run, every other game), with the same game seed. Score: the
-    share of pairs in which the league's team return is the higher (ties 1/2)."""
+    share of pairs in which the league's team return is the higher (ties 1/2), over
+    all pairs and apart by whose opponents they faced: a side that adapts to the
+    opponents it trained with (simple_tag's prey) does better against its own run's."""
     layout = game_layout(game)
     mains = {
         name: {s: load_policy(run.player_dir(player_id(MAIN_ROLE, 0, s))) for s in layout.sides}
@@ -278,9 +280,11 @@ def paired_per_side(
     row: dict[str, float] = {}
     for side in layout.sides:
         own = layout.seats_of_side(side)
-        score, totals = 0.0, {"league": 0.0, "selfplay": 0.0}
+        totals = {"league": 0.0, "selfplay": 0.0}
+        scores = {"league": 0.0, "selfplay": 0.0}  # by whose opponents the pair met
         for game_index in range(games):
-            opponents = mains["league" if game_index % 2 else "selfplay"]
+            opponents_of = "league" if game_index % 2 else "selfplay"
+            opponents = mains[opponents_of]
             pair = {}
             for name in ("league", "selfplay"):
                 seats = {
@@ -291,12 +295,19 @@ def paired_per_side(
                 returns = play_game(game, seats, rng, dict.fromkeys(seats, False))
                 pair[name] = sum(returns[seat] for seat in own)
                 totals[name] += pair[name]
-            score += (
+            scores[opponents_of] += (
                 1.0
                 if pair["league"] > pair["selfplay"]
                 else 0.5 * (pair["league"] == pair["selfplay"])
             )
-        row[f"league as {side} (paired)"] = score / games
+        row[f"league as {side} (paired)"] = sum(scores.values()) / games
+        against_league = games // 2  # the odd game indices
+        row[f"league as {side} (paired), against the league's"] = scores["league"] / max(
+            1, against_league
+        )
+        row[f"league as {side} (paired), against self-play's"] = scores["selfplay"] / max(
+            1, games - against_league
+        )
         row[f"{side} return, league"] = totals["league"] / games
         row[f"{side} return, selfplay"] = totals["selfplay"] / games
     return row

@@ -152,6 +152,28 @@ def test_a_run_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_pa
         (["--ppo.algo", "appo", "--model.shared-vf"], "shared_vf needs algo ppo"),
         (["--env", "simple_tag", "--model.shared-vf"], "shared_vf and world_model read one"),
         (
+            [
+                "--env",
+                "simple_tag",
+                "--league.main-mix-by-side",
+                '{"wolf": {"main_pfsp_prob": 0.1}}',
+            ],
+            "main_mix_by_side names ['wolf'], not a side of this game (its sides: adversary, agent)",
+        ),
+        (
+            ["--env", "rps", "--league.main-mix-by-side", '{"agent": {"main_pfsp_prob": 0.35}}'],
+            "main_mix_by_side is for games of several sides",
+        ),
+        (
+            [
+                "--env",
+                "simple_tag",
+                "--league.main-mix-by-side",
+                '{"agent": {"main_pfsp_prob": 0.9}}',
+            ],
+            "main_mix_by_side['agent']: main_self_play_prob + main_pfsp_prob",
+        ),
+        (
             ["--ppo.train-batch-size", "100", "--ppo.minibatch-size", "200"],
             "minibatch_size must not",
         ),

@@ -5,6 +5,7 @@ fills every seat, and meta-solvers beyond two-player zero-sum."""
 from __future__ import annotations
 
 import pickle
+import re
 from collections import Counter
 
 import numpy as np
@@ -353,6 +354,65 @@ def test_exploiters_of_the_other_side_fill_seats_with_the_mains_they_hunt() -> N
         "adversary.main_0": 1.0
     }
     assert plan.opponent_distribution("adversary.main_0", "agent") == {"agent.main_0": 1.0}
+
+
+def test_a_side_plays_its_own_main_mix() -> None:
+    """`main_mix_by_side`: the prey main plays its exploiter-hunting mix, the
+    predators keep the league-wide self-play."""
+    layout = SeatLayout.from_game(
+        list(PREDATOR_PREY), PREDATOR_PREY, {"predators": ["adversary_*"], "prey": ["agent_0"]}
+    )
+    prey_mix = {"main_self_play_prob": 0.0, "main_exploiter_prob": 1.0}
+    league = League(
+        cfg(
+            main_self_play_prob=1.0,
+            main_pfsp_prob=0.0,
+            main_forgotten_prob=0.0,
+            main_mix_by_side={"agent": prey_mix},
+        ),
+        layout,
+    )
+    plan = build_plan(league, [])
+    assert plan.opponent_distribution("agent.main_0", "adversary") == {
+        "adversary.main_exploiter_0": 1.0
+    }
+    assert plan.opponent_distribution("adversary.main_0", "agent") == {"agent.main_0": 1.0}
+    assert league.cfg.for_side("adversary") is league.cfg
+    assert league.cfg.for_side("agent").main_exploiter_prob == 1.0
+
+
+@pytest.mark.parametrize(
+    ("by_side", "message"),
+    [
+        ({"agent": {"main_pfsp_prob": 0.9}}, "main_mix_by_side['agent']: main_self_play_prob"),
+        ({"agent": {"entropy_coeff": 0.1}}, "a side's mix takes main_self_play_prob"),
+        ({"agent": {}}, "maps a side name to its main's shares"),
+        (
+            {"agent": {"main_pfsp_prob": -0.5, "main_self_play_prob": 1.5}},
+            "main_mix_by_side['agent']: main_self_play_prob must be <= 1.0",
+        ),
+        ([("agent", {})], "must map at most 64 side names"),
+    ],
+)
+def test_a_bad_side_mix_is_refused_naming_it(by_side, message) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        cfg(main_mix_by_side=by_side)
+
+
+def test_a_side_mix_must_name_a_side_of_the_game() -> None:
+    layout = SeatLayout.from_game(
+        list(PREDATOR_PREY), PREDATOR_PREY, {"predators": ["adversary_*"], "prey": ["agent_0"]}
+    )
+    with pytest.raises(ValueError, match="not a side of this game"):
+        League(
+            cfg(main_mix_by_side={"wolf": {"main_pfsp_prob": 0.5, "main_self_play_prob": 0.35}}),
+            layout,
+        )
+    with pytest.raises(ValueError, match="games of several sides"):
+        League(
+            cfg(main_mix_by_side={"": {"main_pfsp_prob": 0.5}}),
+            SeatLayout.free_for_all(("player_0", "player_1")),
+        )
 
 
 # ---- meta-solvers ------------------------------------------------------------------

@@ -43,6 +43,15 @@ def field_help(text: str, choices: Iterable[str] = (), noun: str = "") -> dict[s
 
 _help = field_help
 MAX_REFERENCE_OPPONENTS = 16
+MAX_SIDES = 64
+# The main's opponent shares (summing to 1) a side may set apart (`main_mix_by_side`).
+MAIN_MIX_FIELDS = (
+    "main_self_play_prob",
+    "main_pfsp_prob",
+    "main_forgotten_prob",
+    "main_exploiter_prob",
+    "main_reference_prob",
+)
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,17 @@ class LeagueConfig:
             "Main agent: share of games against the reference opponents (self-play when "
             "there are none). A scripted strong player punishes every blunder in lines "
             "that self-play, which samples both sides, rarely finishes."
+        ),
+    )
+    main_mix_by_side: dict[str, dict[str, float]] = field(
+        default_factory=dict,
+        metadata=_help(
+            "Games of several sides: a side's own main opponent mix, by side name, e.g. "
+            '{"agent": {"main_pfsp_prob": 0.3, "main_exploiter_prob": 0.1}} for '
+            "simple_tag's prey. The shares named (main_self_play_prob, main_pfsp_prob, "
+            "main_forgotten_prob, main_exploiter_prob, main_reference_prob) replace the "
+            "league-wide ones for that side's mains and must still sum to 1 with the rest; "
+            "sides not named play the league-wide mix."
         ),
     )
     reference_opponents: list[str] = field(
@@ -352,6 +372,7 @@ class LeagueConfig:
                 f"main_exploiter_prob + main_reference_prob must sum to 1, got {total}"
             )
         self._check_references()
+        self._check_main_mix_by_side()
         for name in ("pfsp_weighting", "main_exploiter_weighting"):
             if getattr(self, name) not in WEIGHTINGS:
                 raise ValueError(
@@ -401,6 +422,38 @@ class LeagueConfig:
         _check_float(self, "elo_initial")
         _check_float(self, "elo_k", low=0.0, open_low=True)
         _check_float(self, "elo_scale", low=0.0, open_low=True)
+
+    def _check_main_mix_by_side(self) -> None:
+        by_side = self.main_mix_by_side
+        if not isinstance(by_side, dict) or len(by_side) > MAX_SIDES:
+            raise ValueError(
+                f"main_mix_by_side must map at most {MAX_SIDES} side names to mixes, "
+                f"got {reprlib.repr(by_side)}"
+            )
+        for side, shares in by_side.items():
+            if not isinstance(side, str) or not isinstance(shares, dict) or not shares:
+                raise ValueError(
+                    "main_mix_by_side maps a side name to its main's shares, got "
+                    f"{reprlib.repr(side)}: {reprlib.repr(shares)}"
+                )
+            unknown = sorted(set(shares) - set(MAIN_MIX_FIELDS), key=str)
+            if unknown:
+                raise ValueError(
+                    f"main_mix_by_side[{side!r}] names {reprlib.repr(unknown)}; a side's mix "
+                    f"takes {', '.join(MAIN_MIX_FIELDS)}"
+                )
+            try:
+                self.for_side(side)
+            except ValueError as err:
+                raise ValueError(f"main_mix_by_side[{side!r}]: {err}") from None
+
+    def for_side(self, side: str) -> LeagueConfig:
+        """The settings of one side's players: the league-wide ones with the side's
+        own main mix (`main_mix_by_side`) in place."""
+        shares = self.main_mix_by_side.get(side)
+        if not shares:
+            return self
+        return dataclasses.replace(self, main_mix_by_side={}, **shares)
 
     def _check_references(self) -> None:
         refs = self.reference_opponents

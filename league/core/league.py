@@ -30,6 +30,7 @@ from league.core.ids import (
     is_player_id,
     is_snapshot_id,
     parse_module_id,
+    side_of,
     snapshot_id,
     upgrade_reference_ids,
 )
@@ -103,7 +104,7 @@ class League:
     def role(self, player: str) -> Role:
         if player not in self._players:
             raise KeyError(f"unknown player {player!r}")
-        return make_role(player, self.cfg)
+        return make_role(player, self.cfg.for_side(side_of(player)))
 
     def view(self, active: Iterable[str] | None = None) -> LeagueView:
         """Read-only view; with ``active``, only those snapshots are visible."""
@@ -321,6 +322,14 @@ def check_league_fits_layout(cfg: LeagueConfig, layout: SeatLayout) -> None:
     """League settings a game's seats rule out, refused with the reason."""
     if cfg.opponent_sampling in ("nash", "alpharank"):
         check_solver(cfg.opponent_sampling, len(layout.teams), len(layout.sides))
+    if cfg.main_mix_by_side and not layout.multi_side:
+        raise ValueError("main_mix_by_side is for games of several sides; this game has one")
+    unknown = sorted(set(cfg.main_mix_by_side) - set(layout.sides))
+    if unknown:
+        raise ValueError(
+            f"main_mix_by_side names {unknown}, not a side of this game "
+            f"(its sides: {', '.join(layout.sides)})"
+        )
     if layout.multi_side and (cfg.reference_opponents or cfg.teacher):
         raise ValueError(
             f"reference opponents and teachers play one side's seats; this game has "
