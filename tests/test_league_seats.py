@@ -391,7 +391,7 @@ def test_a_side_plays_its_own_main_mix() -> None:
             {"agent": {"main_pfsp_prob": -0.5, "main_self_play_prob": 1.5}},
             "main_mix_by_side['agent']: main_self_play_prob must be <= 1.0",
         ),
-        ([("agent", {})], "must map at most 64 side names"),
+        ([("agent", {})], "must be a mapping of at most 64 side names"),
     ],
 )
 def test_a_bad_side_mix_is_refused_naming_it(by_side, message) -> None:

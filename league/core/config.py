@@ -427,8 +427,8 @@ class LeagueConfig:
         by_side = self.main_mix_by_side
         if not isinstance(by_side, dict) or len(by_side) > MAX_SIDES:
             raise ValueError(
-                f"main_mix_by_side must map at most {MAX_SIDES} side names to mixes, "
-                f"got {reprlib.repr(by_side)}"
+                f"main_mix_by_side must be a mapping of at most {MAX_SIDES} side names to "
+                f"mixes, got {reprlib.repr(by_side)}"
             )
         for side, shares in by_side.items():
             if not isinstance(side, str) or not isinstance(shares, dict) or not shares:
