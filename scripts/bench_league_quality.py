@@ -282,9 +282,11 @@ def paired_per_side(
         own = layout.seats_of_side(side)
         totals = {"league": 0.0, "selfplay": 0.0}
         scores = {"league": 0.0, "selfplay": 0.0}  # by whose opponents the pair met
+        pairs = {"league": 0, "selfplay": 0}
         for game_index in range(games):
             opponents_of = "league" if game_index % 2 else "selfplay"
             opponents = mains[opponents_of]
+            pairs[opponents_of] += 1
             pair = {}
             for name in ("league", "selfplay"):
                 seats = {
@@ -301,13 +303,11 @@ def paired_per_side(
                 else 0.5 * (pair["league"] == pair["selfplay"])
             )
         row[f"league as {side} (paired)"] = sum(scores.values()) / games
-        against_league = games // 2  # the odd game indices
-        row[f"league as {side} (paired), against the league's"] = scores["league"] / max(
-            1, against_league
-        )
-        row[f"league as {side} (paired), against self-play's"] = scores["selfplay"] / max(
-            1, games - against_league
-        )
+        for opponents_of, whose in (("league", "the league's"), ("selfplay", "self-play's")):
+            if pairs[opponents_of]:  # one game has no pair against the league's
+                row[f"league as {side} (paired), against {whose}"] = (
+                    scores[opponents_of] / pairs[opponents_of]
+                )
         row[f"{side} return, league"] = totals["league"] / games
         row[f"{side} return, selfplay"] = totals["selfplay"] / games
     return row
