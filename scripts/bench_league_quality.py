@@ -25,7 +25,8 @@ allows it:
   the least-NashConv one distilled into one network (`--distill`), and the mean over the
   main's last `--late-snapshots` snapshots;
 - texas_holdem_4p: the league main's mean chips per hand against three copies of the
-  self-play main (its seat rotating), with a 95% interval;
+  self-play main, dealt as duplicate poker (each deal played with the league main in
+  every seat in turn), with a 95% interval over the deals;
 - battle (two teams): the league's team against the self-play team head to head, as
   each team in turn (both sampling);
 - simple_tag (two sides: predators and prey): per side, the league's main and the
@@ -316,20 +317,26 @@ def paired_per_side(
 def chips_against_selfplay(
     game: str, league_run: RunDir, selfplay_run: RunDir, hands: int
 ) -> dict[str, float]:
-    """The league main in one seat (rotating), the self-play main in every other:
-    its mean chips per hand and their 95% interval."""
+    """Duplicate poker: each deal (the game seed) is played once with the league main
+    in each seat and the self-play main in every other, so every seat's cards reach
+    the league main once and the cards' luck largely cancels within a deal. Its mean
+    chips per hand and their 95% interval, over the deals' means (hands rounded up to
+    a whole number of deals)."""
     layout = game_layout(game)
     league = load_policy(league_run.player_dir(MAIN))
     selfplay = load_policy(selfplay_run.player_dir(MAIN))
-    rng = np.random.default_rng(6)
-    chips = []
-    for hand in range(hands):
-        seat = layout.seats[hand % len(layout.seats)]
-        seats = {s: league if s == seat else selfplay for s in layout.seats}
-        chips.append(play_game(game, seats, rng, dict.fromkeys(seats, False))[seat])
-    mean = float(np.mean(chips))
-    half = 1.96 * float(np.std(chips, ddof=1)) / np.sqrt(len(chips))
-    return {"chips per hand": mean, "low": mean - half, "high": mean + half}
+    deals = -(-hands // len(layout.seats))
+    per_deal = []
+    for deal in range(deals):
+        chips = 0.0
+        for seat in layout.seats:
+            seats = {s: league if s == seat else selfplay for s in layout.seats}
+            rng = np.random.default_rng([6, deal])  # the same cards in every rotation
+            chips += play_game(game, seats, rng, dict.fromkeys(seats, False))[seat]
+        per_deal.append(chips / len(layout.seats))
+    mean = float(np.mean(per_deal))
+    half = 1.96 * float(np.std(per_deal, ddof=1)) / np.sqrt(deals)
+    return {"chips per hand": mean, "low": mean - half, "high": mean + half, "deals": deals}
 
 
 def head_to_head(game: str, main: Any, other: Any, games: int) -> dict[str, float]:
@@ -395,7 +402,13 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=15.0)
     parser.add_argument("--out", default="runs/quality")
     parser.add_argument("--random-games", type=int, default=1000)
-    parser.add_argument("--h2h-games", type=int, default=1000)
+    parser.add_argument(
+        "--h2h-games",
+        type=int,
+        default=1000,
+        help="games per pairing head to head, per team or per side; texas_holdem_4p: "
+        "hands (duplicate deals of one hand per seat)",
+    )
     parser.add_argument("--probe-minutes", type=float, default=5.0)
     parser.add_argument(
         "--tactics-games",
