@@ -169,9 +169,9 @@ def test_a_run_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_pa
                 "--env",
                 "simple_tag",
                 "--league.main-mix-by-side",
-                '{"agent": {"main_pfsp_prob": 0.9}}',
+                '{"agent": {"main_pfsp_prob": 0.9, "main_exploiter_prob": 0.3}}',
             ],
-            "main_mix_by_side['agent']: main_self_play_prob + main_pfsp_prob",
+            "main_mix_by_side['agent']: the shares named sum to 1.2, more than 1",
         ),
         (
             ["--ppo.train-batch-size", "100", "--ppo.minibatch-size", "200"],

@@ -4,6 +4,7 @@ fills every seat, and meta-solvers beyond two-player zero-sum."""
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import re
 from collections import Counter
@@ -384,19 +385,50 @@ def test_a_side_plays_its_own_main_mix() -> None:
 @pytest.mark.parametrize(
     ("by_side", "message"),
     [
-        ({"agent": {"main_pfsp_prob": 0.9}}, "main_mix_by_side['agent']: main_self_play_prob"),
+        (
+            {"agent": {"main_pfsp_prob": 0.9, "main_exploiter_prob": 0.3}},
+            "main_mix_by_side['agent']: the shares named sum to 1.2, more than 1",
+        ),
         ({"agent": {"entropy_coeff": 0.1}}, "a side's mix takes main_self_play_prob"),
         ({"agent": {}}, "maps a side name to its main's shares"),
         (
             {"agent": {"main_pfsp_prob": -0.5, "main_self_play_prob": 1.5}},
-            "main_mix_by_side['agent']: main_self_play_prob must be <= 1.0",
+            "main_mix_by_side['agent']: main_pfsp_prob must be in [0, 1], got -0.5",
         ),
+        ({"agent": {"main_pfsp_prob": "0.3"}}, "main_pfsp_prob must be a number, got '0.3'"),
         ([("agent", {})], "must be a mapping of at most 64 side names"),
     ],
 )
 def test_a_bad_side_mix_is_refused_naming_it(by_side, message) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         cfg(main_mix_by_side=by_side)
+
+
+def test_a_side_mix_fills_what_it_leaves_in_the_league_wide_proportions() -> None:
+    """The shares a side leaves unnamed keep the league-wide proportions, so the side's
+    mix sums to 1 whatever the league-wide mix becomes (`league tune` perturbs it)."""
+    league_wide = {"main_self_play_prob": 0.6, "main_pfsp_prob": 0.1, "main_exploiter_prob": 0.3}
+    config = cfg(
+        **league_wide, main_forgotten_prob=0.0, main_mix_by_side={"agent": {"main_pfsp_prob": 0.3}}
+    )
+    prey = config.for_side("agent")
+    assert prey.main_pfsp_prob == 0.3
+    assert prey.main_self_play_prob == pytest.approx(0.7 * 0.6 / 0.9)
+    assert prey.main_exploiter_prob == pytest.approx(0.7 * 0.3 / 0.9)
+    perturbed = dataclasses.replace(
+        config, main_self_play_prob=0.2, main_pfsp_prob=0.3, main_exploiter_prob=0.5
+    )
+    prey = perturbed.for_side("agent")
+    assert prey.main_pfsp_prob == 0.3
+    assert prey.main_self_play_prob == pytest.approx(0.7 * 0.2 / 0.7)
+    assert prey.main_exploiter_prob == pytest.approx(0.7 * 0.5 / 0.7)
+    with pytest.raises(ValueError, match="the league-wide ones they leave are all 0"):
+        cfg(
+            main_self_play_prob=1.0,
+            main_pfsp_prob=0.0,
+            main_forgotten_prob=0.0,
+            main_mix_by_side={"agent": {"main_self_play_prob": 0.5}},
+        )
 
 
 def test_a_side_mix_must_name_a_side_of_the_game() -> None:

@@ -122,8 +122,9 @@ class LeagueConfig:
             '{"agent": {"main_pfsp_prob": 0.3, "main_exploiter_prob": 0.1}} for '
             "simple_tag's prey. The shares named (main_self_play_prob, main_pfsp_prob, "
             "main_forgotten_prob, main_exploiter_prob, main_reference_prob) replace the "
-            "league-wide ones for that side's mains and must still sum to 1 with the rest; "
-            "sides not named play the league-wide mix."
+            "league-wide ones for that side's mains; the shares left unnamed keep their "
+            "league-wide proportions, scaled to fill the rest of 1. Sides not named play "
+            "the league-wide mix."
         ),
     )
     reference_opponents: list[str] = field(
@@ -449,10 +450,31 @@ class LeagueConfig:
 
     def for_side(self, side: str) -> LeagueConfig:
         """The settings of one side's players: the league-wide ones with the side's
-        own main mix (`main_mix_by_side`) in place."""
+        own main mix (`main_mix_by_side`) in place. The shares a side leaves unnamed
+        keep their league-wide proportions, scaled to fill what the named ones leave,
+        so a side's mix still sums to 1 when the league-wide one changes (`league
+        tune` perturbs it)."""
         shares = self.main_mix_by_side.get(side)
         if not shares:
             return self
+        for name, share in shares.items():
+            if isinstance(share, bool) or not isinstance(share, (int, float)):
+                raise ValueError(f"{name} must be a number, got {reprlib.repr(share)}")
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {share}")
+        named = sum(shares.values())
+        if named > 1.0 + 1e-9:
+            raise ValueError(f"the shares named sum to {named:g}, more than 1")
+        rest = {name: getattr(self, name) for name in MAIN_MIX_FIELDS if name not in shares}
+        rest_total = sum(rest.values())
+        if rest_total > 0:
+            scale = max(0.0, 1.0 - named) / rest_total
+            shares = {**{name: share * scale for name, share in rest.items()}, **shares}
+        elif not math.isclose(named, 1.0, abs_tol=1e-9):
+            raise ValueError(
+                f"the shares named sum to {named:g} and the league-wide ones they leave "
+                "are all 0: name shares summing to 1"
+            )
         return dataclasses.replace(self, main_mix_by_side={}, **shares)
 
     def _check_references(self) -> None:
