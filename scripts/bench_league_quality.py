@@ -321,11 +321,11 @@ def chips_against_selfplay(
     in each seat and the self-play main in every other, so every seat's cards reach
     the league main once and the cards' luck largely cancels within a deal. Its mean
     chips per hand and their 95% interval, over the deals' means (hands rounded up to
-    a whole number of deals)."""
+    a whole number of deals, at least two)."""
     layout = game_layout(game)
     league = load_policy(league_run.player_dir(MAIN))
     selfplay = load_policy(selfplay_run.player_dir(MAIN))
-    deals = -(-hands // len(layout.seats))
+    deals = max(2, -(-hands // len(layout.seats)))  # an interval needs two
     per_deal = []
     for deal in range(deals):
         chips = 0.0
