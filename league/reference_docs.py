@@ -152,9 +152,14 @@ def _read_results(name: str) -> list[dict[str, Any]]:
 
 
 def _figures(figures: dict[str, Any]) -> str:
-    return "; ".join(
-        f"{k} {v:.4f}" if isinstance(v, float) and v % 1 else f"{k} {v}" for k, v in figures.items()
-    )
+    return "; ".join(f"{k} {_number(v)}" for k, v in figures.items())
+
+
+def _number(value: Any) -> str:
+    # Rows store every figure as a float: a count (deals, games) prints whole.
+    if isinstance(value, float):
+        return f"{value:.4f}" if value % 1 else f"{value:.0f}"
+    return str(value)
 
 
 def _quality_table(rows: list[dict[str, Any]]) -> list[str]:

@@ -70,7 +70,7 @@ from league.run import RunDir
 from league.snapshot import load_policy
 from league.store import open_store
 from league.tools.distill import distill_mixture
-from league.tools.evaluation import evaluate, play_game
+from league.tools.evaluation import duplicate_returns, evaluate, play_game
 from league.tools.exploitability import greedy, rps_exploitability, tictactoe_exploitability
 from league.tools.least_exploitable import MAX_HISTORIES
 from league.tools.mixtures import weighable
@@ -317,23 +317,13 @@ def paired_per_side(
 def chips_against_selfplay(
     game: str, league_run: RunDir, selfplay_run: RunDir, hands: int
 ) -> dict[str, float]:
-    """Duplicate poker: each deal (the game seed) is played once with the league main
-    in each seat and the self-play main in every other, so every seat's cards reach
-    the league main once and the cards' luck largely cancels within a deal. Its mean
-    chips per hand and their 95% interval, over the deals' means (hands rounded up to
-    a whole number of deals, at least two)."""
-    layout = game_layout(game)
+    """The league main's chips per hand against the self-play main in every other
+    seat, dealt as duplicate poker (`duplicate_returns`): the mean and its 95% interval
+    over the deals' means (hands rounded up to a whole number of deals, at least two)."""
     league = load_policy(league_run.player_dir(MAIN))
     selfplay = load_policy(selfplay_run.player_dir(MAIN))
-    deals = max(2, -(-hands // len(layout.seats)))  # an interval needs two
-    per_deal = []
-    for deal in range(deals):
-        chips = 0.0
-        for seat in layout.seats:
-            seats = {s: league if s == seat else selfplay for s in layout.seats}
-            rng = np.random.default_rng([6, deal])  # the same cards in every rotation
-            chips += play_game(game, seats, rng, dict.fromkeys(seats, False))[seat]
-        per_deal.append(chips / len(layout.seats))
+    deals = max(2, -(-hands // len(game_layout(game).seats)))  # an interval needs two
+    per_deal = duplicate_returns(game, league, selfplay, deals)
     mean = float(np.mean(per_deal))
     half = 1.96 * float(np.std(per_deal, ddof=1)) / np.sqrt(deals)
     return {"chips per hand": mean, "low": mean - half, "high": mean + half, "deals": deals}

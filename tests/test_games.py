@@ -13,7 +13,7 @@ from envs.spaces import ObservationAdapter
 from league.cli import main
 from league.config import TrainConfig
 from league.snapshot import load_policy
-from league.tools.evaluation import evaluate
+from league.tools.evaluation import duplicate_returns, evaluate, play_game
 from league.tools.openspiel_exploitability import exploitability, uniform_measure
 
 NIM = "toy_games:nim"
@@ -232,6 +232,23 @@ def test_scored_games_are_won_by_the_higher_return():
     for record in records:
         assert record.games == 200 and record.wins + record.losses > 150
         assert abs(record.mean_return) < 2.0  # chips; random vs random is even
+
+
+def test_duplicate_deals_give_every_seat_the_same_cards():
+    """One policy against itself in every rotation of a deal plays the same hand each
+    time (one game seed: the same cards and the same draws), so its chips over the
+    rotations are the game's zero sum exactly; a deal dealt afresh per rotation would
+    not net to zero."""
+    from envs.opponents import RandomPlayer
+
+    policy = RandomPlayer()
+    assert duplicate_returns("texas_holdem_4p", policy, policy, deals=5) == [0.0] * 5
+    seats = dict.fromkeys(("player_0", "player_1", "player_2", "player_3"), policy)
+    greedy = dict.fromkeys(seats, False)
+    hands = [
+        play_game("texas_holdem_4p", seats, np.random.default_rng([6, d]), greedy) for d in range(5)
+    ]
+    assert any(any(chips != 0 for chips in hand.values()) for hand in hands)
 
 
 def test_train_config_records_the_game_id():

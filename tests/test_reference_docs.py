@@ -63,3 +63,18 @@ def test_a_quality_row_names_the_flags_it_trained_with() -> None:
     flagged = {**plain, "command": plain["command"] + " --extra --league.pfsp-p 1.5"}
     assert "| league seed 0 |" in _quality_table([plain])[-1]
     assert "| league seed 0 (`--league.pfsp-p 1.5`) |" in _quality_table([flagged])[-1]
+
+
+def test_a_quality_row_prints_a_count_whole_and_a_measure_to_four_places() -> None:
+    from league.reference_docs import _quality_table
+
+    row = {
+        "date": "2026-12-07T00:00:00Z",
+        "commit": "abc1234",
+        "game": "texas_holdem_4p",
+        "run": "league vs selfplay seed 0",
+        "minutes": 15.0,
+        "command": "scripts/bench_league_quality.py --games texas_holdem_4p",
+        "figures": {"chips per hand": 0.01925, "deals": 5000.0},
+    }
+    assert "chips per hand 0.0193; deals 5000 |" in _quality_table([row])[-1]

@@ -132,6 +132,25 @@ def play_game(
         env.close()
 
 
+def duplicate_returns(
+    game: str, policy: Policy, opponent: Policy, deals: int, seed: int = 6
+) -> list[float]:
+    """Duplicate play, as in duplicate bridge: each deal (one game seed) is played
+    once with `policy` in each seat and `opponent` in every other, so every seat's
+    cards reach `policy` once and the cards' luck largely cancels within a deal.
+    `policy`'s mean return over each deal's games, one per deal. Both sample."""
+    seats = game_layout(game).seats
+    per_deal = []
+    for deal in range(deals):
+        total = 0.0
+        for seat in seats:
+            players = {s: policy if s == seat else opponent for s in seats}
+            rng = np.random.default_rng([seed, deal])  # the same cards in every rotation
+            total += play_game(game, players, rng, dict.fromkeys(seats, False))[seat]
+        per_deal.append(total / len(seats))
+    return per_deal
+
+
 def policy_side(policy: Any) -> str:
     """The side a snapshot (or mixture) plays: its player id's side; "" for a
     scripted player, which plays any seat."""
