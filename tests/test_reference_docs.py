@@ -75,6 +75,6 @@ def test_a_quality_row_prints_a_count_whole_and_a_measure_to_four_places() -> No
         "run": "league vs selfplay seed 0",
         "minutes": 15.0,
         "command": "scripts/bench_league_quality.py --games texas_holdem_4p",
-        "figures": {"chips per hand": 0.01925, "deals": 5000.0},
+        "figures": {"chips per hand": 0.06321, "deals": 5000.0},
     }
-    assert "chips per hand 0.0193; deals 5000 |" in _quality_table([row])[-1]
+    assert "chips per hand 0.0632; deals 5000 |" in _quality_table([row])[-1]
