@@ -48,18 +48,21 @@ def test_configuration_page_lists_every_flag_with_its_default() -> None:
     assert "`league:` (flags `--league.FIELD`)" in page
 
 
+QUALITY_ROW = {
+    "date": "2026-12-04T00:00:00Z",
+    "commit": "abc1234",
+    "game": "simple_tag",
+    "run": "league seed 0",
+    "minutes": 15.0,
+    "command": "scripts/bench_league_quality.py --games simple_tag",
+    "figures": {},
+}
+
+
 def test_a_quality_row_names_the_flags_it_trained_with() -> None:
     from league.reference_docs import _quality_table
 
-    row = {
-        "date": "2026-12-04T00:00:00Z",
-        "commit": "abc1234",
-        "game": "simple_tag",
-        "run": "league seed 0",
-        "minutes": 15.0,
-        "figures": {},
-    }
-    plain = {**row, "command": "scripts/bench_league_quality.py --games simple_tag"}
+    plain = QUALITY_ROW
     flagged = {**plain, "command": plain["command"] + " --extra --league.pfsp-p 1.5"}
     assert "| league seed 0 |" in _quality_table([plain])[-1]
     assert "| league seed 0 (`--league.pfsp-p 1.5`) |" in _quality_table([flagged])[-1]
@@ -68,13 +71,5 @@ def test_a_quality_row_names_the_flags_it_trained_with() -> None:
 def test_a_quality_row_prints_a_count_whole_and_a_measure_to_four_places() -> None:
     from league.reference_docs import _quality_table
 
-    row = {
-        "date": "2026-12-07T00:00:00Z",
-        "commit": "abc1234",
-        "game": "texas_holdem_4p",
-        "run": "league vs selfplay seed 0",
-        "minutes": 15.0,
-        "command": "scripts/bench_league_quality.py --games texas_holdem_4p",
-        "figures": {"chips per hand": 0.06321, "deals": 5000.0},
-    }
+    row = {**QUALITY_ROW, "figures": {"chips per hand": 0.06321, "deals": 5000.0}}
     assert "chips per hand 0.0632; deals 5000 |" in _quality_table([row])[-1]
