@@ -249,6 +249,15 @@ def test_duplicate_deals_give_every_seat_the_same_cards():
         play_game("texas_holdem_4p", seats, np.random.default_rng([6, d]), greedy) for d in range(5)
     ]
     assert any(any(chips != 0 for chips in hand.values()) for hand in hands)
+    # The same rotations, each dealt afresh (its own seed): the chips no longer cancel.
+    afresh = [
+        sum(
+            play_game("texas_holdem_4p", seats, np.random.default_rng([7, d, r]), greedy)[seat]
+            for r, seat in enumerate(seats)
+        )
+        for d in range(5)
+    ]
+    assert any(total != 0 for total in afresh)
 
 
 def test_train_config_records_the_game_id():

@@ -393,7 +393,7 @@ def test_a_side_plays_its_own_main_mix() -> None:
         ({"agent": {}}, "maps a side name to its main's shares"),
         (
             {"agent": {"main_pfsp_prob": -0.5, "main_self_play_prob": 1.5}},
-            "main_mix_by_side['agent']: main_pfsp_prob must be in [0, 1], got -0.5",
+            "main_mix_by_side['agent']: main_pfsp_prob must be >= 0.0, got -0.5",
         ),
         ({"agent": {"main_pfsp_prob": "0.3"}}, "main_pfsp_prob must be a number, got '0.3'"),
         ([("agent", {})], "must be a mapping of at most 64 side names"),

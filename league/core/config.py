@@ -457,11 +457,8 @@ class LeagueConfig:
         shares = self.main_mix_by_side.get(side)
         if not shares:
             return self
-        for name, share in shares.items():
-            if isinstance(share, bool) or not isinstance(share, (int, float)):
-                raise ValueError(f"{name} must be a number, got {reprlib.repr(share)}")
-            if not 0.0 <= share <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {share}")
+        for name, share in shares.items():  # checked before the arithmetic below
+            _check_number(name, share, low=0.0, high=1.0)
         named = sum(shares.values())
         if named > 1.0 + 1e-9:
             raise ValueError(f"the shares named sum to {named:g}, more than 1")
@@ -551,7 +548,17 @@ def _check_float(
     open_low: bool = False,
     open_high: bool = False,
 ) -> None:
-    value = getattr(cfg, name)
+    _check_number(name, getattr(cfg, name), low, high, open_low, open_high)
+
+
+def _check_number(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{name} must be a number, got {reprlib.repr(value)}")
     if not math.isfinite(value):
