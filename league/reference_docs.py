@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,16 +163,30 @@ def _number(value: Any) -> str:
     return str(value)
 
 
+def _trained_label(row: dict[str, Any]) -> tuple[str, str]:
+    """A row's run beside the flags it trained with beyond the defaults, and its commit.
+    A run the bench reused (`"trained"` in the row) trained with its own flags at its
+    own commit, not the measuring command's; older rows carry the command's `--extra`."""
+    commit = row["commit"]
+    if "trained" not in row:
+        extra = row["command"].partition(" --extra ")[2]
+    elif row["trained"] is None:
+        return f"{row['run']} (reused: its flags were not recorded)", commit
+    else:
+        extra = shlex.join(row["trained"]["extra"])
+        if row["trained"]["commit"] != commit:
+            commit = f"{commit} (trained at {row['trained']['commit']})"
+    return (f"{row['run']} (`{extra}`)" if extra else row["run"]), commit
+
+
 def _quality_table(rows: list[dict[str, Any]]) -> list[str]:
     out = ["| date | commit | game | run | minutes | env steps (main's rows) | figures |"]
     out.append("| --- | --- | --- | --- | --- | --- | --- |")
     for r in sorted(rows, key=lambda r: (r["game"], r["date"]), reverse=True):
         steps = f"{r['env_steps']:,d} ({r['main_env_steps']:,d})" if r.get("env_steps") else ""
-        # Flags both modes trained with beyond the defaults (`--extra`), beside the run.
-        extra = r["command"].partition(" --extra ")[2]
-        run = f"{r['run']} (`{extra}`)" if extra else r["run"]
+        run, commit = _trained_label(r)
         out.append(
-            f"| {r['date'][:10]} | {r['commit']} | {r['game']} | {_cell(run)} | "
+            f"| {r['date'][:10]} | {commit} | {r['game']} | {_cell(run)} | "
             f"{r['minutes']:g} | {steps} | {_cell(_figures(r['figures']))} |"
         )
     return out

@@ -44,7 +44,9 @@ allows it:
     .venv/bin/python scripts/bench_league_quality.py [--games rps tictactoe] [--minutes 15]
         [--out runs/quality] [--seeds 0 1] [--random-games 1000] [--h2h-games 1000]
 
-Runs that already finished in OUT are measured again, not retrained.
+Runs that already finished in OUT are measured again, not retrained; each run's row
+carries the commit and `--extra` flags it trained with (`RUN.trained.json` beside it:
+copy it with a run reused from another OUT).
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ from envs.registry import game_layout, get_game
 from league.config import load_config_file
 from league.core.ids import MAIN as MAIN_ROLE
 from league.core.ids import parse_module_id, player_id
-from league.run import RunDir
+from league.run import RunDir, write_json_atomic
+from league.run.dir import read_json_object
 from league.snapshot import load_policy
 from league.store import open_store
 from league.tools.distill import distill_mixture
@@ -76,7 +79,7 @@ from league.tools.least_exploitable import MAX_HISTORIES
 from league.tools.mixtures import weighable
 from league.tools.openspiel_exploitability import exploitability as openspiel_exploitability
 from league.tools.openspiel_exploitability import game_tree_size, nash_conv, uniform_measure
-from league.tools.results import append_result
+from league.tools.results import append_result, current_commit
 from league.tools.tactics import connect_four_tactics
 
 MODES = ("selfplay", "league")
@@ -95,9 +98,25 @@ def label_of(mode: str, seed: int | None) -> str:
     return mode if seed is None else f"{mode} seed {seed}"
 
 
-def train(game: str, mode: str, minutes: float, run: RunDir, extra: list[str]) -> None:
-    flags = ["--env", game, "--mode", mode, "--stop-minutes", str(minutes), *extra]
+def train(
+    game: str, mode: str, minutes: float, run: RunDir, seed_flags: list[str], extra: list[str]
+) -> None:
+    flags = ["--env", game, "--mode", mode, "--stop-minutes", str(minutes), *seed_flags, *extra]
+    reused = run.latest_file.is_file()
     league_train(f"{game} {mode}", flags, run)
+    if not reused:
+        write_json_atomic(trained_file(run), {"commit": current_commit(), "extra": extra})
+
+
+def trained_file(run: RunDir) -> Path:
+    return run.path.with_suffix(".trained.json")
+
+
+def trained_with(run: RunDir) -> dict[str, Any] | None:
+    """The commit and `--extra` flags a run trained with (a reused run may have trained
+    with other flags, at another commit, than this command); None where not recorded."""
+    path = trained_file(run)
+    return read_json_object(path) if path.is_file() else None
 
 
 def league_train(label: str, flags: list[str], run: RunDir) -> None:
@@ -431,6 +450,7 @@ def main() -> None:
     args = parser.parse_args()
     seeds: list[int | None] = args.seeds or [None]
     table: list[Row] = []
+    trained: dict[tuple[str, str], dict[str, Any] | None] = {}  # (game, label) -> its run's
     for game in args.games:
         runs = {
             (mode, seed): RunDir(Path(args.out) / run_name(game, mode, seed))
@@ -439,10 +459,11 @@ def main() -> None:
         }
         for (mode, seed), run in runs.items():
             seed_flags = [] if seed is None else ["--seed", str(seed)]
-            train(game, mode, args.minutes, run, [*seed_flags, *args.extra])
+            train(game, mode, args.minutes, run, seed_flags, args.extra)
         for (mode, seed), run in runs.items():
             total, main_steps = steps(run)
             table.append((game, label_of(mode, seed), total, main_steps, measure(game, run, args)))
+            trained[(game, label_of(mode, seed))] = trained_with(run)
         if game == "connect_four" and "league" in args.modes and "selfplay" in args.modes:
             table += cross_table(game, runs, args.h2h_games)
         if "league" in args.modes and "selfplay" in args.modes:
@@ -463,6 +484,7 @@ def main() -> None:
                 "env_steps": total,
                 "main_env_steps": main_steps,
                 "figures": {k: float(v) for k, v in row.items()},
+                **({"trained": trained[game, mode]} if (game, mode) in trained else {}),
                 **config_files(args.extra),
             },
         )

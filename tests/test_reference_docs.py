@@ -68,6 +68,18 @@ def test_a_quality_row_names_the_flags_it_trained_with() -> None:
     assert "| league seed 0 (`--league.pfsp-p 1.5`) |" in _quality_table([flagged])[-1]
 
 
+def test_a_reused_run_is_labelled_with_its_own_flags_and_commit() -> None:
+    from league.reference_docs import _quality_table
+
+    command = QUALITY_ROW["command"] + " --extra --league.pfsp-p 1.5"
+    reused = {**QUALITY_ROW, "command": command, "trained": {"commit": "def5678", "extra": []}}
+    line = _quality_table([reused])[-1]
+    assert "| league seed 0 |" in line and "pfsp" not in line
+    assert f"| {QUALITY_ROW['commit']} (trained at def5678) |" in line
+    unknown = _quality_table([{**reused, "trained": None}])[-1]
+    assert "| league seed 0 (reused: its flags were not recorded) |" in unknown
+
+
 def test_a_quality_row_prints_a_count_whole_and_a_measure_to_four_places() -> None:
     from league.reference_docs import _quality_table
 

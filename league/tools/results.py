@@ -20,7 +20,8 @@ from typing import Any
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 
-def _commit() -> str:
+def current_commit() -> str:
+    """The checkout's short commit hash ('unknown' outside git)."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -45,7 +46,7 @@ def append_result(name: str, figures: dict[str, Any], path: Path | None = None) 
     target.parent.mkdir(parents=True, exist_ok=True)
     row = {
         "command": shlex.join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "commit": _commit(),
+        "commit": current_commit(),
         "machine": machine(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **figures,
