@@ -409,8 +409,8 @@ def _openspiel_canonical_cached(name: str, params: str) -> str | None:
         )
     except (pyspiel.SpielError, RuntimeError, TypeError, ValueError):
         return None  # not a game: resolving it later names the problem
-    text = str(game)
-    return text[:-2] if text.endswith("()") else text
+    # Every parameter, defaults filled in: leduc_poker(players=2) is leduc_poker.
+    return json.dumps([game.get_type().short_name, game.get_parameters()], sort_keys=True)
 
 
 def _openspiel_canonical(name: str, params: Mapping[str, Any]) -> str | None:

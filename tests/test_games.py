@@ -260,6 +260,22 @@ def test_duplicate_deals_give_every_seat_the_same_cards():
     assert any(total != 0 for total in afresh)
 
 
+@pytest.mark.parametrize(
+    ("reference", "kwargs", "name"),
+    [
+        ("openspiel:kuhn_poker(players=3)", None, "kuhn_poker_3p"),
+        ("openspiel:kuhn_poker", {"players": 3}, "kuhn_poker_3p"),
+        ("openspiel:leduc_poker(players=2)", None, "leduc_poker"),  # a default spelled out
+        ("pettingzoo.classic.texas_holdem_v4:env", {"num_players": 4}, "texas_holdem_4p"),
+        ("openspiel:leduc_poker(players=4)", None, "openspiel:leduc_poker(players=4)"),
+    ],
+)
+def test_a_registry_game_reached_another_way_gets_its_registry_name(reference, kwargs, name):
+    from envs.registry import canonical_game
+
+    assert canonical_game(reference, kwargs)[0] == name
+
+
 def test_train_config_records_the_game_id():
     cfg = TrainConfig.from_dict({"env": "go9", "env_kwargs": {"komi": 5.5}})
     assert cfg.game_id == 'go9{"komi":5.5}'
