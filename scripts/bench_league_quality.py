@@ -28,7 +28,7 @@ allows it:
   self-play main, dealt as duplicate poker (each deal played with the league main in
   every seat in turn), with a 95% interval over the deals;
 - battle (two teams): the league's team against the self-play team head to head, as
-  each team in turn (both sampling);
+  each team in turn (both sampling), and the share of those games drawn;
 - simple_tag (two sides: predators and prey): per side, the league's main and the
   self-play main each play that side against the same opponents with the same game
   seed (`paired_per_side`): the share of pairs the league's team return wins;
@@ -254,7 +254,8 @@ def team_head_to_head(
 ) -> dict[str, float]:
     """The league's mains against the self-play mains, per team the league plays: the
     league's side-s main takes team T (every seat of it) and the self-play mains of each
-    side every other team; both sample. Score: win 1, draw 1/2, by team rank."""
+    side every other team; both sample. Score: win 1, draw 1/2, by team rank; beside it
+    the share of games every team drew (equal team returns)."""
     layout = game_layout(game)
     league = {
         s: load_policy(league_run.player_dir(player_id(MAIN_ROLE, 0, s))) for s in layout.sides
@@ -269,7 +270,7 @@ def team_head_to_head(
             seat: (league if seat in team.seats else selfplay)[layout.side_of(seat)]
             for seat in layout.seats
         }
-        score = 0.0
+        score, draws = 0.0, 0
         for _ in range(games):
             returns = play_game(game, seats, rng, dict.fromkeys(seats, False))
             totals = {t.name: sum(returns[s] for s in t.seats) for t in layout.teams}
@@ -277,7 +278,9 @@ def team_head_to_head(
             mine = totals[team.name]
             tied = sum(1 for v in totals.values() if v == best)
             score += 0.0 if mine < best else 1.0 if tied == 1 else 0.5
+            draws += tied == len(totals)
         row[f"league as {team.name}"] = score / games
+        row[f"draws as {team.name}"] = draws / games
     return row
 
 
