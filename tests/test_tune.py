@@ -240,3 +240,27 @@ def test_a_trial_that_fails_inside_ends_in_one_line_with_its_traceback_kept(tmp_
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     log = Path(lines[0].rsplit("(traceback: ", 1)[1].rstrip(")"))
     assert log.is_relative_to(out) and "more detail" in log.read_text()
+
+
+def test_the_console_log_pickles_while_ray_has_swapped_print(tmp_path, monkeypatch) -> None:
+    """Tune pickles its callbacks with the console log in them. Ray's tqdm_ray swaps
+    `builtins.print` in the driver when a worker's progress bar first reports; `print`
+    itself then no longer pickles, the module's `print_line` does (a flaky failure of
+    the cluster's Tune test until it was the default)."""
+    import builtins
+
+    from ray import cloudpickle
+    from ray.experimental import tqdm_ray
+
+    from league.training.tune import ProgressCallback, print_line
+
+    original = builtins.print
+    monkeypatch.setattr(builtins, "print", original)  # restored after the test
+    monkeypatch.setattr(tqdm_ray, "_manager", None)  # a driver no bar has reported to yet
+    monkeypatch.setenv("RAY_TQDM_PATCH_PRINT", "1")
+    tqdm_ray.instance()  # what the first progress bar's report does in the driver
+    assert builtins.print is not original
+    with pytest.raises(Exception, match="not the same object"):
+        cloudpickle.dumps(ProgressCallback(tmp_path / "tune.jsonl", original))
+    restored = cloudpickle.loads(cloudpickle.dumps(ProgressCallback(tmp_path / "t", print_line)))
+    assert type(restored).__name__ == "_Progress"
