@@ -306,6 +306,14 @@ def tuned_knobs(base: TrainConfig, fixed: set[str]) -> tuple[Knob, ...]:
     return tuple(out)
 
 
+def print_line(line: str) -> None:
+    """`print`, as a function of this module. Tune pickles its callbacks (the console
+    log among them) and pickles `print` by reference to `builtins.print`, which fails
+    once Ray has swapped that for its own (`ray.experimental.tqdm_ray` does, in the
+    driver, when any worker's progress bar reports)."""
+    print(line)
+
+
 def tune(
     given: Mapping[str, Any],
     *,
@@ -318,10 +326,9 @@ def tune(
     opponents: tuple[str, ...] = (),
     eval_games: int = 200,
     score_snapshots: int = 1,
-    log: Callable[[str], None] | None = None,
+    log: Callable[[str], None] = print_line,
 ) -> list[dict[str, Any]]:
     """Run the population (module doc); returns each trial's last row, best first."""
-    log = log or print_line
     check_tune_request(given, trials, rounds, minutes, out, score_snapshots)
     # Ray's own logs go to OUT/logs, as a run's go to RUN_DIR/logs.
     in_out = merge_settings(given, {"run": {"run_dir": str(out)}})
@@ -571,14 +578,6 @@ def score_policy(cfg: TrainConfig, plan: TunePlan, policy: Any) -> tuple[str, fl
         for record in records:
             wins, draws, games = wins + record.wins, draws + record.draws, games + record.games
     return "win_rate", (wins + 0.5 * draws) / games
-
-
-def print_line(line: str) -> None:
-    """`print`, as a function of this module. Tune pickles its callbacks (the console
-    log among them) and pickles `print` by reference to `builtins.print`, which fails
-    once Ray has swapped that for its own (`ray.experimental.tqdm_ray` does, in the
-    driver, when any worker's progress bar reports)."""
-    print(line)
 
 
 class ProgressCallback:
