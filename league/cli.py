@@ -158,7 +158,10 @@ def _service_parsers(sub: argparse._SubParsersAction) -> None:
         "out of a run as a portable snapshot directory or an ONNX model.",
     )
     p.add_argument("--run-dir", required=True)
-    p.add_argument("--player", default="main_0", help="player id (default main_0)")
+    p.add_argument(
+        "--player",
+        help="player id (default main_0; in a game of several sides, say whose: adversary.main_0)",
+    )
     p.add_argument("--version", type=int, help="snapshot version: exports PLAYER@VERSION")
     p.add_argument("--out", required=True, help="output path (a directory, or a .onnx file)")
     p.add_argument("--format", choices=["snapshot", "onnx"], default="snapshot")
@@ -216,7 +219,10 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
         "for tictactoe.",
     )
     p.add_argument("--run-dir", required=True, help="run directory of a training run")
-    p.add_argument("--player", default="main_0", help="player id (default main_0)")
+    p.add_argument(
+        "--player",
+        help="player id (default main_0; in a game of several sides, every side's main)",
+    )
     p.add_argument(
         "--opponent",
         default="random",
@@ -232,7 +238,10 @@ def _evaluate_parser(sub: argparse._SubParsersAction) -> None:
 def _play_report_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("play", help="play a game in the terminal against a player or snapshot")
     p.add_argument("--run-dir", help="run directory (with --player)")
-    p.add_argument("--player", default="main_0", help="player or snapshot id (default main_0)")
+    p.add_argument(
+        "--player",
+        help="player or snapshot id (default main_0; in a game of several sides, say whose)",
+    )
     p.add_argument("--snapshot", help="a snapshot directory instead of --run-dir/--player")
     p.add_argument("--seat", help="your seat (agent id, e.g. player_2); default: move first")
     p.add_argument("--seed", type=int, default=0)

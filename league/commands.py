@@ -22,7 +22,7 @@ from league.cli_errors import (
 )
 from league.cli_flags import train_config_from_args
 from league.config import TrainConfig
-from league.core.ids import snapshot_id
+from league.core.ids import MAIN, parse_module_id, side_of, snapshot_id
 from league.run import RunDir, RunDirError
 
 MAX_EVALUATION_GAMES = 1_000_000
@@ -285,10 +285,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.mixture:
         return cmd_export_mixture(args)
 
-    player = args.player
+    player = _default_player(Path(args.run_dir), args.player)
     if args.version is not None:
         with refuse(ValueError):
-            player = snapshot_id(args.player, args.version)
+            player = snapshot_id(player, args.version)
     source = _player_path(Path(args.run_dir), player)
     policy = load_policy(source)  # refuses a corrupt or foreign snapshot before writing
     out = Path(args.out)
@@ -303,22 +303,38 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from envs.opponents import make_opponent
     from league.snapshot import load_policy
-    from league.tools.evaluation import evaluate
-    from league.tools.exploitability import greedy, tictactoe_exploitability
 
     if not 1 <= args.games <= MAX_EVALUATION_GAMES:
         raise CliError(f"--games must be in 1..{MAX_EVALUATION_GAMES:,}, got {args.games:,}")
-    policy = load_policy(_player_path(Path(args.run_dir), args.player))
+    run_dir = Path(args.run_dir)
+    # Without --player: the main, or in a game of several sides every side's main.
+    players = [args.player] if args.player is not None else _mains(run_dir)
+    policies = {player: load_policy(_player_path(run_dir, player)) for player in players}
+    opponent_snapshot = Path(args.opponent).is_dir()
+    if opponent_snapshot:
+        from league.tools.evaluation import policy_side
+
+        opponent = load_policy(args.opponent, game=next(iter(policies.values())).meta.game)
+        if args.player is None and len(players) > 1:  # a snapshot plays its own side only
+            players = [p for p in players if side_of(p) != policy_side(opponent)]
+    for player in players:
+        _evaluate_one(args, player, policies[player], None if not opponent_snapshot else opponent)
+    return 0
+
+
+def _evaluate_one(args: argparse.Namespace, player: str, policy: Any, opponent: Any) -> None:
+    """One player against the opponent, in every seat or team of its side."""
+    from envs.opponents import make_opponent
+    from league.tools.evaluation import evaluate
+    from league.tools.exploitability import greedy, tictactoe_exploitability
+
     game = policy.meta.game
-    if Path(args.opponent).is_dir():
-        opponent = load_policy(args.opponent, game=game)
-    else:
+    if opponent is None:
         with refuse(ValueError):
             opponent = make_opponent(args.opponent, game)
     mode = "sampled" if args.sample else "greedy"
-    print(f"{args.player} ({mode}) vs {args.opponent} on {game}, {args.games} games per seat")
+    print(f"{player} ({mode}) vs {args.opponent} on {game}, {args.games} games per seat")
     records = evaluate(
         game,
         policy,
@@ -351,13 +367,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             name, value = exact_measure(game, policy)
         except GameTooLargeError as err:
             print(f"  exact exploitability: not computed: {err}")
-            return 0
+            return
         how = "NashConv/2" if name == "exploitability" else "every seat playing it"
         print(
             f"  {name} (OpenSpiel, {how}, sampled): {value:.4f}"
             f"  (uniform play: {uniform_measure(game):.4f})"
         )
-    return 0
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -367,7 +382,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     if args.snapshot:
         path = Path(args.snapshot)
     elif args.run_dir:
-        path = _player_path(Path(args.run_dir), args.player)
+        run_dir = Path(args.run_dir)
+        path = _player_path(run_dir, _default_player(run_dir, args.player))
     else:
         raise CliError("give --snapshot PATH, or --run-dir DIR (with --player)")
     policy = load_policy(path)
@@ -416,6 +432,37 @@ def cmd_probe(args: argparse.Namespace) -> int:
     result = probe(target, minutes=args.minutes, games=args.games, seed=args.seed)
     print(result.format())
     return 0
+
+
+def _mains(run_dir: Path) -> list[str]:
+    """The run's mains, one per side (`main_0`, or `adversary.main_0` and
+    `agent.main_0` in a game of two sides), from its saved players."""
+    if not run_dir.is_dir():
+        raise CliError(f"run dir {str(run_dir)!r} does not exist")
+    found = []
+    for path in RunDir(run_dir).players.glob("*main_0"):
+        with contextlib.suppress(ValueError):
+            parsed = parse_module_id(path.name)
+            if parsed.role == MAIN and parsed.index == 0 and path.is_dir():
+                found.append(path.name)
+    if not found:
+        raise CliError(f"no main in {str(run_dir)!r} (looked in {RunDir(run_dir).players})")
+    return sorted(found)
+
+
+def _default_player(run_dir: Path, player: str | None) -> str:
+    """`--player` as given, else the run's main; a game of several sides has one main
+    per side, and which one must be said."""
+    if player is not None:
+        return player
+    mains = _mains(run_dir)
+    if len(mains) > 1:
+        raise CliError(
+            f"{str(run_dir)!r} has a main per side: say which (--player "
+            + " or --player ".join(mains)
+            + ")"
+        )
+    return mains[0]
 
 
 def _player_path(run_dir: Path, player: str) -> Path:

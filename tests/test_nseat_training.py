@@ -189,3 +189,37 @@ def test_a_game_of_two_sides_resumes_with_its_skill_ratings(ray_session, tmp_pat
     sides = {side_of(s["id"]) for s in after["snapshots"]}
     assert sides == {"adversary", "agent"}
     assert len(after["snapshots"]) > len(before["snapshots"])
+
+
+def test_the_next_steps_a_finished_run_prints_all_work(nseat_run, tmp_path, monkeypatch, capsys):
+    """Every `league` command the run's closing lines suggest runs as printed (in a game
+    of two sides: each side's main and mixture by name); without --player, `evaluate`
+    plays every side's main and `export` asks which."""
+    import shlex
+
+    from league.cli import main
+    from league.training.loop import next_steps
+
+    cfg, _ = nseat_run
+    monkeypatch.chdir(tmp_path)  # `export --out main_0.snapshot` writes where it is run
+    commands = [
+        shlex.split(line.split("   #")[0].split("  # ")[0])
+        for line in next_steps(cfg, RunDir(cfg.run.run_dir))
+        if line.strip().startswith("league ")
+    ]
+    assert len(commands) >= 4
+    for argv in commands:
+        argv = argv[1:] + (["--games", "2"] if argv[1] == "evaluate" else [])
+        assert main(argv) == 0, (argv, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    mains = [f"{side}.main_0" if side else "main_0" for side in cfg.layout.sides]
+    for player in mains:
+        assert f"exported {player} " in out
+        assert f"{player} (greedy) vs random" in out  # evaluate's default: every side's main
+    exports = ["export", "--run-dir", cfg.run.run_dir, "--out", str(tmp_path / "x.snapshot")]
+    if cfg.layout.multi_side:
+        assert main(exports) == 2
+        assert "--player adversary.main_0 or --player agent.main_0" in capsys.readouterr().err
+        assert not (tmp_path / "x.snapshot").exists()
+    else:
+        assert main(exports) == 0

@@ -43,6 +43,7 @@ from league.store import (
 )
 from league.store.base import TRAINING_KEEP_STATES
 from league.tools.evaluation import evaluate
+from league.tools.mixtures import weighable
 from league.training.algorithm import (
     build_algorithm_config,
     main_players,
@@ -374,25 +375,34 @@ def held(driver: LeagueDriver | None) -> list[str] | None:
 
 
 def next_steps(cfg: TrainConfig, run: RunDir) -> list[str]:
-    """What a user does with a finished run, with its own paths."""
+    """What a user does with a finished run, with its own paths (in a game of several
+    sides, each side's main and mixture by name)."""
     where = shlex.quote(str(run.path))
+    sides = cfg.layout.sides if cfg.layout.multi_side else [""]
     lines = [
         "next:",
         f"  league evaluate --run-dir {where} --opponent random   # W/D/L per seat",
         f"  league report --run-dir {where}                       # ratings, payoff PNGs",
     ]
     if cfg.run.mode == "league":
-        lines.append(
-            f"  league export --run-dir {where} --mixture --out {where}/mixture"
-            "   # the league's mixture"
-        )
-        if get_game(cfg.game_id).openspiel is not None:
+        for side in sides:
+            side_flag, name = (f" --side {side}", f"{side}.mixture") if side else ("", "mixture")
             lines.append(
-                f"  league export --run-dir {where} --mixture --distill --out "
-                f"{where}/mixture.snapshot   # as one network (small game trees)"
+                f"  league export --run-dir {where} --mixture{side_flag} --out {where}/{name}"
+                "   # the league's mixture"
             )
+            if get_game(cfg.game_id).openspiel is not None and weighable(cfg.game_id):
+                lines.append(
+                    f"  league export --run-dir {where} --mixture{side_flag} --distill --out "
+                    f"{where}/{name}.snapshot   # as one network (small game trees)"
+                )
+    for main in main_players(cfg):
+        player_flag = f" --player {main}" if cfg.layout.multi_side else ""
+        lines.append(
+            f"  league export --run-dir {where}{player_flag} --out {main}.snapshot"
+            "   # load_policy() anywhere"
+        )
     lines += [
-        f"  league export --run-dir {where} --out main_0.snapshot   # load_policy() anywhere",
         f"  tensorboard --logdir {shlex.quote(str(run.tensorboard))}",
         f"  logs of Ray and RLlib: {run.logs}",
     ]
