@@ -147,7 +147,7 @@ def _build_group(name: str, cls: type, value: Any) -> Any:
         try:
             return LeagueConfig.from_dict(dict(value))
         except ValueError as err:
-            raise ConfigError(f"league: {err}") from err
+            raise ConfigError(str(err)) from err
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(value) - known)
     if unknown:
@@ -209,7 +209,7 @@ class TrainConfig:
         try:
             check_league_fits_layout(self.league, layout)
         except ValueError as err:
-            raise ConfigError(f"league: {err}") from None
+            raise ConfigError(str(err)) from None
         if self.game.preset is not None and self.game.preset not in preset_names():
             raise ConfigError(
                 f"unknown preset {self.game.preset!r}; known presets: {', '.join(preset_names())}"

@@ -91,7 +91,7 @@ def test_league_flag_value_is_checked_by_league_config(tmp_path, capsys):
     argv = ["train", "--league.pfsp-weighting", "steep", "--run-dir", str(tmp_path / "r")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("league: error: league: pfsp_weighting must be one of")
+    assert err.startswith("league: error: pfsp_weighting must be one of")
     assert len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
 
 
