@@ -223,3 +223,24 @@ def test_the_next_steps_a_finished_run_prints_all_work(nseat_run, tmp_path, monk
         assert not (tmp_path / "x.snapshot").exists()
     else:
         assert main(exports) == 0
+
+
+def test_probe_trains_a_best_response_in_one_team_against_the_snapshot_elsewhere(nseat_run):
+    """`league probe` on N seats: the best response plays each team of its side in turn
+    (the other side's, in a game of two sides), the snapshot every other seat; in a
+    free-for-all its headline says what an even share of wins is."""
+    from league.training.probe import best_response_side, probe
+
+    cfg, _ = nseat_run
+    layout = cfg.layout
+    snapshot = RunDir(cfg.run.run_dir).snapshot_dirs()[-1]
+    target = load_policy(snapshot)
+    result = probe(target, minutes=0.05, games=4, seed=0, log=lambda _line: None)
+    side = best_response_side(layout, side_of(target.meta.player))
+    assert side != side_of(target.meta.player) or not layout.multi_side
+    assert result.env_steps > 0 and result.teams == len(layout.teams)
+    assert len(result.seats) == len(layout.teams_of_side(side))
+    assert all(s.games == 2 for s in result.seats)
+    text = result.format()
+    even = f"(an even share with {len(layout.teams)} teams: {1 / len(layout.teams):.3f})"
+    assert (even in text) == (len(layout.teams) > 2), text

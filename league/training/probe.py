@@ -51,6 +51,8 @@ class ProbeResult:
     env_steps: int
     seats: list[SeatRecord]
     """The best response's results against the target, one record per seat."""
+    teams: int = 2
+    """Teams in a match: with more than two, an even share of wins is 1/teams."""
 
     @property
     def games(self) -> int:
@@ -79,9 +81,14 @@ class ProbeResult:
     def format(self) -> str:
         lo, hi = self.win_interval()
         slo, shi = self.score_interval()
+        even = ""
+        if self.teams > 2:  # a free-for-all: one team in `teams` comes first by chance
+            total = sum(s.total_return for s in self.seats) / self.games
+            even = f" (an even share with {self.teams} teams: {1 / self.teams:.3f})"
+            even += f"; mean return {total:+.3f}"
         lines = [
             f"best response after {self.env_steps:,d} env steps, {self.games} games:",
-            f"  win rate {self.win_rate:.3f} [{lo:.3f}, {hi:.3f}]; "
+            f"  win rate {self.win_rate:.3f} [{lo:.3f}, {hi:.3f}]{even}; "
             f"mean score {self.mean_score:+.3f} [{slo:+.3f}, {shi:+.3f}]",
         ]
         return "\n".join(lines + [f"  {s.format()}" for s in self.seats])
@@ -256,4 +263,4 @@ def probe(
     finally:
         algo.stop()
     seats = evaluate(cfg.game_id, best_response, opponent, games // 2, greedy=True, seed=seed + 1)
-    return ProbeResult(env_steps, seats)
+    return ProbeResult(env_steps, seats, teams=len(layout.teams))
