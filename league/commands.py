@@ -177,7 +177,10 @@ def cmd_snapshots(args: argparse.Namespace) -> int:
         rows = ray.get(get_coordinator(args.address).snapshots.remote())
     if not rows:
         print("no snapshots")
-    for sid, snap in sorted(rows.items(), key=lambda kv: -float(kv[1].get("rating") or 0)):
+    # Best rated first within each side (ratings of different sides are not compared).
+    for sid, snap in sorted(
+        rows.items(), key=lambda kv: (side_of(kv[0]), -float(kv[1].get("rating") or 0))
+    ):
         rating = snap.get("rating")
         rating_text = f"{rating:8.1f}" if rating is not None else "       -"
         print(

@@ -244,3 +244,18 @@ def test_probe_trains_a_best_response_in_one_team_against_the_snapshot_elsewhere
     text = result.format()
     even = f"(an even share with {len(layout.teams)} teams: {1 / len(layout.teams):.3f})"
     assert (even in text) == (len(layout.teams) > 2), text
+
+
+def test_snapshots_are_listed_side_by_side(nseat_run, capsys):
+    """`league snapshots` lists the best rated first within each side: ratings of
+    predators and prey are not compared."""
+    from league.cli import main
+
+    cfg, _ = nseat_run
+    assert main(["snapshots", "--run-dir", cfg.run.run_dir]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    sides = [side_of(row[0]) for row in rows]
+    assert sides == sorted(sides) and set(sides) == set(cfg.layout.sides)
+    for side in set(sides):
+        ratings = [float(row[4]) for row in rows if side_of(row[0]) == side]
+        assert ratings == sorted(ratings, reverse=True)
