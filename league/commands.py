@@ -321,12 +321,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         opponent = load_policy(args.opponent, game=next(iter(policies.values())).meta.game)
         if args.player is None and len(players) > 1:  # a snapshot plays its own side only
             players = [p for p in players if side_of(p) != policy_side(opponent)]
+    teams = _run_teams(run_dir)
     for player in players:
-        _evaluate_one(args, player, policies[player], None if not opponent_snapshot else opponent)
+        _evaluate_one(
+            args, player, policies[player], opponent if opponent_snapshot else None, teams
+        )
     return 0
 
 
-def _evaluate_one(args: argparse.Namespace, player: str, policy: Any, opponent: Any) -> None:
+def _evaluate_one(
+    args: argparse.Namespace, player: str, policy: Any, opponent: Any, teams: Any
+) -> None:
     """One player against the opponent, in every seat or team of its side."""
     from envs.opponents import make_opponent
     from league.tools.evaluation import evaluate
@@ -346,6 +351,7 @@ def _evaluate_one(args: argparse.Namespace, player: str, policy: Any, opponent: 
         greedy=not args.sample,
         seed=args.seed,
         progress=print if args.games >= 10_000 else None,
+        teams=teams,
     )
     for record in records:
         print("  " + record.format())
@@ -382,16 +388,18 @@ def cmd_play(args: argparse.Namespace) -> int:
     from league.snapshot import load_policy
     from league.tools.play import play
 
+    teams = None  # a snapshot alone: the game's own teams
     if args.snapshot:
         path = Path(args.snapshot)
     elif args.run_dir:
         run_dir = Path(args.run_dir)
         path = _player_path(run_dir, _default_player(run_dir, args.player))
+        teams = _run_teams(run_dir)
     else:
         raise CliError("give --snapshot PATH, or --run-dir DIR (with --player)")
     policy = load_policy(path)
     with refuse(ValueError):
-        play(policy, policy.meta.game, args.seat, seed=args.seed)
+        play(policy, policy.meta.game, args.seat, seed=args.seed, teams=teams)
     return 0
 
 
@@ -451,6 +459,17 @@ def _mains(run_dir: Path) -> list[str]:
     if not found:
         raise CliError(f"no main in {str(run_dir)!r} (looked in {RunDir(run_dir).players})")
     return sorted(found)
+
+
+def _run_teams(run_dir: Path) -> dict[str, Any] | None:
+    """The teams a run was trained with (`--teams`; None: the game's own), which its
+    snapshots do not carry: evaluate and play rank by them."""
+    run = RunDir(run_dir)
+    if not run.config_file.is_file():
+        return None
+    with refuse(RunDirError):
+        cfg = TrainConfig.from_dict(run.load_config(), source="config.json")
+    return dict(cfg.game.teams) if cfg.game.teams else None
 
 
 def _default_player(run_dir: Path, player: str | None) -> str:

@@ -259,3 +259,37 @@ def test_snapshots_are_listed_side_by_side(nseat_run, capsys):
     for side in set(sides):
         ratings = [float(row[4]) for row in rows if side_of(row[0]) == side]
         assert ratings == sorted(ratings, reverse=True)
+
+
+def test_a_run_with_its_own_teams_is_evaluated_by_them(ray_session, tmp_path, capsys):
+    """`--teams` pairs texas_holdem_4p's seats into partnerships: the run's match
+    records carry them, and `league evaluate` on the run plays and ranks per team
+    (a snapshot does not carry the teams; the run's config.json does)."""
+    from league.cli import main
+
+    teams = {"ns": ["player_0", "player_2"], "ew": ["player_1", "player_3"]}
+    cfg = TrainConfig.from_dict(
+        {
+            "env": "texas_holdem_4p",
+            "teams": teams,
+            "run_dir": str(tmp_path / "run"),
+            "num_env_runners": 0,
+            "num_envs_per_env_runner": 4,
+            "train_batch_size": 200,
+            "minibatch_size": 100,
+            "num_epochs": 1,
+            "hidden_sizes": [16],
+            "stop_timesteps": 400,
+            "eval_interval": 0,
+            "dashboard": False,
+        }
+    )
+    train(cfg, log=lambda _line: None)
+    with open_store(cfg.run.store, RunDir(cfg.run.run_dir).path, read_only=True) as store:
+        matches = [MatchRecord.from_dict(m) for m in store.matches()]
+    expected = {s: t for t, seats in teams.items() for s in seats}
+    assert matches and [m.teams for m in matches] == [expected] * len(matches)
+    argv = ["evaluate", "--run-dir", cfg.run.run_dir, "--games", "4", "--sample"]
+    assert main(argv) == 0
+    lines = [x.split()[1] for x in capsys.readouterr().out.splitlines() if "seat " in x]
+    assert lines == ["ns:", "ew:"]

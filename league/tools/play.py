@@ -308,6 +308,7 @@ def play(
     input_fn: Callable[[str], str] = input,
     output_fn: Output = print,
     seed: int = 0,
+    teams: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
     """Play one game of ``game`` in the terminal; returns each seat's total reward.
 
@@ -317,6 +318,8 @@ def play(
     legal action) so a game against a snapshot is reproducible. Bad input is
     refused with a message and asked again; ``q`` (or end of input) stops the
     game early and returns the rewards so far. ``seed`` goes to ``env.reset``.
+    ``teams`` (team -> seats, as ``--teams``) ranks the teams a run was trained
+    with; None: the game's own.
     """
     spec = get_game(game)
     env = spec.make()
@@ -347,7 +350,7 @@ def play(
         return episode.totals
     finally:
         env.close()
-    layout = game_layout(game)
-    teams = {seat: layout.team_of(seat).name for seat in layout.seats}
-    output_fn(_result_line(episode.totals, human, teams))
+    layout = game_layout(game, teams)
+    team_of = {seat: layout.team_of(seat).name for seat in layout.seats}
+    output_fn(_result_line(episode.totals, human, team_of))
     return episode.totals

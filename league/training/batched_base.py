@@ -70,7 +70,7 @@ from league.training.env_runner import (
     LeagueEnvRunner,
     PlanMapping,
     SelfPlayMapping,
-    match_record,
+    match_from_returns,
 )
 
 Move = tuple[int, dict[str, Any]]
@@ -313,7 +313,9 @@ class BatchedGamesRunner(LeagueEnvRunner):
         self._finished_for_metrics.append((episode, time.perf_counter() - game.started))
         mapping = self.config.policy_mapping_fn
         if isinstance(mapping, PlanMapping):  # league mode
-            record = match_record([episode], mapping.teams)
+            record = match_from_returns(
+                episode.id_, game_returns(game), game.modules, len(episode), mapping.teams
+            )
             if record is not None:
                 self.record_match(record)
         return episode
@@ -377,6 +379,17 @@ def _episode_metrics_window(config: Any) -> int:
     )
 
 
+def game_returns(game: GameInPlay) -> dict[str, float]:
+    """Each seat's return, summed from the game's own rewards: a seat first observed
+    at the end (a poker blind everyone folded to) has no steps in the episode, which
+    drops its reward, but it played the game and its return decides the ranks."""
+    returns: dict[str, float] = {}
+    for rewards in game.rewards:
+        for seat, reward in rewards.items():
+            returns[seat] = returns.get(seat, 0.0) + float(reward)
+    return returns
+
+
 def episode_of(game: GameInPlay) -> MultiAgentEpisode:
     """A finished game as the numpy `MultiAgentEpisode` RLlib's runner would make."""
     terminateds, truncateds = _end_of_game_flags(game)
@@ -394,7 +407,7 @@ def episode_of(game: GameInPlay) -> MultiAgentEpisode:
         terminateds=terminateds,
         truncateds=truncateds,
         len_lookback_buffer=0,
-        agent_module_ids=game.modules,
+        agent_module_ids=dict(game.modules),  # the episode drops seats with no steps
     )
     # Once per game (RLlib's runner converts after every step when asked): numpy
     # columns cross to the learner in a fraction of the time lists of arrays take.

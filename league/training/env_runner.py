@@ -155,17 +155,31 @@ def match_record(
     for chunk in chunks:
         for agent_id, sa_episode in chunk.agent_episodes.items():
             returns[agent_id] = returns.get(agent_id, 0.0) + float(sa_episode.get_return())
+    episode = chunks[-1]
+    modules = {agent: episode.module_for(agent) for agent in returns}
+    length = int(sum(len(chunk) for chunk in chunks))
+    return match_from_returns(episode.id_, returns, modules, length, teams)
+
+
+def match_from_returns(
+    episode_id: str,
+    returns: Mapping[str, float],
+    modules: Mapping[str, str],
+    length: int,
+    teams: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """The match dict of a finished game from each seat's return and module, or None
+    when fewer than two teams played (see `match_record`)."""
     seat_teams = {seat: (teams or {}).get(seat, seat) for seat in returns}
     if len(set(seat_teams.values())) < 2:
         return None
     ranks = team_ranks(returns, seat_teams)
-    episode = chunks[-1]
     return {
-        "episode_id": episode.id_,
-        "modules": {agent: episode.module_for(agent) for agent in returns},
+        "episode_id": episode_id,
+        "modules": {seat: modules[seat] for seat in returns},
         "outcomes": outcomes_from_ranks(ranks, seat_teams),
-        "returns": returns,
-        "length": int(sum(len(chunk) for chunk in chunks)),
+        "returns": dict(returns),
+        "length": length,
         "teams": seat_teams,
         "ranks": ranks,
     }

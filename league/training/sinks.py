@@ -56,17 +56,16 @@ def format_league(record: IterationRecord, active_set_size: int, top: int = 4) -
 
 
 def format_evaluation(record: IterationRecord) -> str:
+    """Greedy W/D/L against each reference opponent, per seat or team by its name (a
+    team of several seats plays as one: `league.tools.evaluation`)."""
     parts = []
-    labelled = any(len(seats) != 2 for seats in (record.eval or {}).values())
     for name, seats in (record.eval or {}).items():
         per_seat = " / ".join(
-            (f"{r.seat} " if labelled else "")
-            + f"W{r.rate('wins'):.2f} D{r.rate('draws'):.2f} L{r.rate('losses'):.2f}"
+            f"{r.seat} W{r.rate('wins'):.2f} D{r.rate('draws'):.2f} L{r.rate('losses'):.2f}"
             for r in seats
         )
         parts.append(f"vs {name} {per_seat}")
-    which = "per team" if labelled else "first / second seat"
-    return f"eval (greedy, {which}): " + " | ".join(parts)
+    return "eval (greedy): " + " | ".join(parts)
 
 
 def close_all(sinks: Sequence[Any], quietly: bool = False) -> None:
