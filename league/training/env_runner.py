@@ -150,7 +150,12 @@ def match_record(
 ) -> dict[str, Any] | None:
     """The match dict of a finished episode given as its chunks (oldest first), or
     None when fewer than two teams played. ``teams`` maps seats to teams (default:
-    every seat alone); teams are ranked by the sum of their seats' returns."""
+    every seat alone); teams are ranked by the sum of their seats' returns.
+
+    RLlib's runner (``env_runner: rllib``) only: a seat first observed at the game's
+    end (a poker blind everyone folded to) has no agent episode, so it is missing
+    here (2 of 49 texas_holdem_4p games in a check); the batched runners, the
+    default, sum every seat's rewards from the game itself (`game_returns`)."""
     returns: dict[str, float] = {}
     for chunk in chunks:
         for agent_id, sa_episode in chunk.agent_episodes.items():
