@@ -156,6 +156,11 @@ def test_tools_speak_n_seats(nseat_run, tmp_path, capsys):
             == 2
         )
         assert "say which one's mixture (--side)" in capsys.readouterr().err
+    else:  # --side in a game of one side: said plainly, nothing written
+        argv = ["export", "--mixture", "--run-dir", cfg.run.run_dir, "--side", "red"]
+        assert main([*argv, "--out", str(tmp_path / "y")]) == 2
+        assert "has one side (every seat's spaces alike)" in capsys.readouterr().err
+        assert not (tmp_path / "y").exists()
 
 
 def test_a_game_of_two_sides_resumes_with_its_skill_ratings(ray_session, tmp_path):

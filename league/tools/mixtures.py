@@ -71,6 +71,11 @@ def league_mixture(
             )
         side = ""
     if side not in layout.sides:
+        if not layout.multi_side:
+            raise MixtureError(
+                f"{game} has one side (every seat's spaces alike): --side is for games of "
+                "several, such as predators and prey"
+            )
         raise MixtureError(f"{game} has no side {side!r} (sides: {', '.join(layout.sides)})")
     spiel = get_game(game).openspiel
     two_player = layout.two_player
