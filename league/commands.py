@@ -330,9 +330,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _evaluate_one(
-    args: argparse.Namespace, player: str, policy: Any, opponent: Any, teams: Any
+    args: argparse.Namespace,
+    player: str,
+    policy: Any,
+    opponent: Any,
+    teams: dict[str, Any] | None,
 ) -> None:
-    """One player against the opponent, in every seat or team of its side."""
+    """One player against the opponent (a loaded snapshot, or None: `--opponent` by
+    name), in every seat or team of its side, ranked by the run's `teams`."""
     from envs.opponents import make_opponent
     from league.tools.evaluation import evaluate
     from league.tools.exploitability import greedy, tictactoe_exploitability
