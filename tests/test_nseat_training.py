@@ -134,6 +134,10 @@ def test_tools_speak_n_seats(nseat_run, tmp_path, capsys):
     with open_store(cfg.run.store, RunDir(cfg.run.run_dir).path, read_only=True) as store:
         lines = standings_lines(store.state())
     assert "mu - 3 sigma" in lines[0] and len(lines) > 2
+    if layout.multi_side:  # each side ranked on its own, under its name
+        heads = [i for i, line in enumerate(lines) if line.startswith("side ")]
+        assert [lines[i] for i in heads] == [f"side {s}:" for s in sorted(layout.sides)]
+        assert all(lines[i + 1].split()[0] == "1" for i in heads)
     side_args = ["--side", layout.sides[-1]] if layout.multi_side else []
     out_dir = tmp_path / "mix"
     code = main(

@@ -304,7 +304,9 @@ def plot_payoff(state: Mapping[str, Any], path: Path, top_n: int, source: str = 
 
 def standings_lines(state: Mapping[str, Any]) -> list[str]:
     """Every rated module, best first: its rating and, for the skill rating over
-    rankings, its uncertainty (sigma) and the 95% range of its skill mu."""
+    rankings, its uncertainty (sigma) and the 95% range of its skill mu. In a game of
+    several sides each side is ranked on its own, under its name: a predator's
+    rating and a prey's are never compared (they never share a seat)."""
     table = ratings_in_state(state.get("ratings", {}))
     if not table:
         return ["no ratings yet"]
@@ -315,8 +317,14 @@ def standings_lines(state: Mapping[str, Any]) -> list[str]:
         else "rank  module                                   Elo"
     )
     lines = [header]
-    ranked = sorted(table.items(), key=lambda kv: (-kv[1][0], kv[0]))
-    for rank, (module, (rating, sigma)) in enumerate(ranked, 1):
+    sides = sorted({side_of(module) for module in table})
+    ranked = sorted(table.items(), key=lambda kv: (side_of(kv[0]), -kv[1][0], kv[0]))
+    rank, previous = 0, ""
+    for module, (rating, sigma) in ranked:
+        if len(sides) > 1 and (rank == 0 or side_of(module) != side_of(previous)):
+            lines.append(f"side {side_of(module)}:")
+            rank = 0
+        rank, previous = rank + 1, module
         line = f"{rank:4d}  {module:40s} {rating:8.2f}"
         if sigma is not None:
             mu = rating + 3.0 * sigma

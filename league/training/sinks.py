@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import IO, Any
 
-from league.core.ids import is_reference_id
+from league.core.ids import is_reference_id, side_of
 from league.run import IterationRecord, RunDir
 
 # RLlib learner stats worth a TensorBoard curve, per trained module.
@@ -40,7 +40,16 @@ def format_league(record: IterationRecord, active_set_size: int, top: int = 4) -
     league = record.league
     if league is None:
         return ""
-    ratings = sorted(league.ratings.items(), key=lambda kv: -kv[1])[:top]
+    # The best rated of each side in equal parts (ratings of predators and prey are
+    # not compared: with one list, one side would fill it).
+    sides = sorted({side_of(m) for m in league.ratings})
+    ratings = [
+        kv
+        for side in sides
+        for kv in sorted(
+            ((m, r) for m, r in league.ratings.items() if side_of(m) == side), key=lambda kv: -kv[1]
+        )[: max(1, top // len(sides))]
+    ]
     scores = " ".join(f"{role} {s:.2f}" for role, s in league.role_scores.items())
     changes = ""
     if league.new_snapshots or league.retired or league.resets:
