@@ -284,3 +284,27 @@ def test_plays_a_snapshot_loaded_with_load_policy(tmp_path: Path) -> None:
     result, text, _ = run(policy, "connect_four", ["3", "q"])
     assert f"Computer (O) plays column {expected}." in text
     assert result == {"player_0": 0.0, "player_1": 0.0}
+
+
+def test_a_team_game_names_the_partner_and_ranks_the_team() -> None:
+    """tiny_bridge_4p's partnerships (its own teams): the computer plays the human's
+    partner too, said at the start and in the final line; `teams` (a run's --teams)
+    pairs the seats otherwise."""
+    _, text, _ = run(RandomPlayer(), "tiny_bridge_4p", ["0"] * 10, seat="player_1")
+    assert "you and player_3 (computer)." in text
+    assert "player_3 (computer, your partner)" in text and "player_0 (computer) " in text
+    out: list[str] = []
+    teams = {"a": ["player_0", "player_1"], "b": ["player_2", "player_3"]}
+    totals = play(
+        RandomPlayer(),
+        "tiny_bridge_4p",
+        "player_1",
+        input_fn=Script(["0"] * 10),
+        output_fn=out.append,
+        teams=teams,
+    )
+    final = out[-1]
+    assert "player_0 (computer, your partner)" in final
+    mine, theirs = totals["player_0"] + totals["player_1"], totals["player_2"] + totals["player_3"]
+    verdict = "You win!" if mine > theirs else "You lose." if mine < theirs else "Draw."
+    assert final.startswith(verdict)

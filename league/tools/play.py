@@ -178,10 +178,13 @@ def _result_line(
     every seat's reward."""
     teams = dict(teams or {seat: seat for seat in totals})
     verdict = _VERDICTS[outcomes_from_ranks(team_ranks(totals, teams), teams)[human]]
-    scores = ", ".join(
-        f"{agent} ({'you' if agent == human else 'computer'}) {value:+g}"
-        for agent, value in totals.items()
-    )
+
+    def who(agent: str) -> str:
+        if agent == human:
+            return "you"
+        return "computer, your partner" if teams[agent] == teams[human] else "computer"
+
+    scores = ", ".join(f"{agent} ({who(agent)}) {value:+g}" for agent, value in totals.items())
     return f"{verdict}  Final rewards: {scores}"
 
 
@@ -326,6 +329,8 @@ def play(
     agents = list(env.possible_agents)
     human = agents[0] if human_seat is None else human_seat
     ask = functools.partial(_ask, input_fn=input_fn, output_fn=output_fn)
+    layout = game_layout(game, teams)
+    team_of = {seat: layout.team_of(seat).name for seat in layout.seats}
     try:
         if human not in agents:
             raise ValueError(f"unknown seat {human!r} for {game}; seats: {', '.join(agents)}")
@@ -343,6 +348,9 @@ def play(
         choosers = {agent: ui.ask_human if agent == human else computer for agent in agents}
         episode = Episode(env, choosers, seed, turn_based=spec.kind == "turn_based")
         ui.intro()
+        partners = [a for a in agents if a != human and team_of[a] == team_of[human]]
+        if partners:  # a team game: the computer plays the human's partners too
+            output_fn(f"Your team {team_of[human]}: you and {', '.join(partners)} (computer).")
         for step in episode.steps():
             ui.show(step, episode.totals)
     except _Quit as stop:
@@ -350,7 +358,5 @@ def play(
         return episode.totals
     finally:
         env.close()
-    layout = game_layout(game, teams)
-    team_of = {seat: layout.team_of(seat).name for seat in layout.seats}
     output_fn(_result_line(episode.totals, human, team_of))
     return episode.totals
