@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tiny_run import TINY_IN_PROCESS
 
 from envs.registry import game_layout
 from league.config import TrainConfig
@@ -278,20 +279,9 @@ def test_a_run_with_its_own_teams_is_evaluated_by_them(ray_session, tmp_path, ca
 
     teams = {"ns": ["player_0", "player_2"], "ew": ["player_1", "player_3"]}
     cfg = TrainConfig.from_dict(
-        {
-            "env": "texas_holdem_4p",
-            "teams": teams,
-            "run_dir": str(tmp_path / "run"),
-            "num_env_runners": 0,
-            "num_envs_per_env_runner": 4,
-            "train_batch_size": 200,
-            "minibatch_size": 100,
-            "num_epochs": 1,
-            "hidden_sizes": [16],
-            "stop_timesteps": 400,
-            "eval_interval": 0,
-            "dashboard": False,
-        }
+        TINY_IN_PROCESS
+        | {"env": "texas_holdem_4p", "teams": teams, "run_dir": str(tmp_path / "run")}
+        | {"num_env_runners": 0}
     )
     train(cfg, log=lambda _line: None)
     with open_store(cfg.run.store, RunDir(cfg.run.run_dir).path, read_only=True) as store:

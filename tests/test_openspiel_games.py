@@ -6,6 +6,7 @@ random illegal move from RLlib's environment check)."""
 from __future__ import annotations
 
 import pytest
+from tiny_run import TINY_IN_PROCESS
 
 from envs.registry import get_game
 from league.config import TrainConfig
@@ -36,19 +37,7 @@ def test_exact_measures_refuse_trees_too_large_before_any_work():
 @pytest.mark.parametrize("game", ["openspiel:breakthrough(rows=5,columns=5)", GOOFSPIEL])
 def test_games_with_mostly_illegal_actions_train_on_env_runners(ray_session, tmp_path, game):
     cfg = TrainConfig.from_dict(
-        {
-            "env": game,
-            "run_dir": str(tmp_path / "run"),
-            "num_env_runners": 1,
-            "num_envs_per_env_runner": 4,
-            "train_batch_size": 200,
-            "minibatch_size": 100,
-            "num_epochs": 1,
-            "hidden_sizes": [16],
-            "stop_timesteps": 400,
-            "eval_interval": 0,
-            "dashboard": False,
-        }
+        TINY_IN_PROCESS | {"env": game, "run_dir": str(tmp_path / "run"), "num_env_runners": 1}
     )
     summary = train(cfg, log=lambda _line: None)
     assert summary.iterations >= 2 and summary.env_steps >= 400

@@ -22,6 +22,20 @@ TINY_SETTINGS = {
 }
 
 
+TINY_IN_PROCESS = {
+    "num_envs_per_env_runner": 4,
+    "train_batch_size": 200,
+    "minibatch_size": 100,
+    "num_epochs": 1,
+    "hidden_sizes": [16],
+    "stop_timesteps": 400,
+    "eval_interval": 0,
+    "dashboard": False,
+}
+"""A two-iteration run trained in the test's own process (`TrainConfig.from_dict`,
+flat keys): add `env`, `run_dir` and `num_env_runners`."""
+
+
 def tiny_config(path: Path, **changes: dict[str, object]) -> Path:
     """Write the tiny settings (with `changes`, group by group, key by key) to `path`."""
     path.write_text(yaml.safe_dump(merge_settings(TINY_SETTINGS, changes)))
