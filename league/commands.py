@@ -314,8 +314,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     # Without --player: the main, or in a game of several sides every side's main.
     players = [args.player] if args.player is not None else _mains(run_dir)
     policies = {player: load_policy(_player_path(run_dir, player)) for player in players}
-    opponent_snapshot = Path(args.opponent).is_dir()
-    if opponent_snapshot:
+    opponent = None  # None: `--opponent` names a scripted one
+    if Path(args.opponent).is_dir():
         from league.tools.evaluation import policy_side
 
         opponent = load_policy(args.opponent, game=next(iter(policies.values())).meta.game)
@@ -323,9 +323,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             players = [p for p in players if side_of(p) != policy_side(opponent)]
     teams = _run_teams(run_dir)
     for player in players:
-        _evaluate_one(
-            args, player, policies[player], opponent if opponent_snapshot else None, teams
-        )
+        _evaluate_one(args, player, policies[player], opponent, teams)
     return 0
 
 

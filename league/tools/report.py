@@ -23,6 +23,7 @@ backend of the process that imports it (a notebook, the CLI, a test run).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -317,19 +318,19 @@ def standings_lines(state: Mapping[str, Any]) -> list[str]:
         else "rank  module                                   Elo"
     )
     lines = [header]
-    sides = sorted({side_of(module) for module in table})
+    several_sides = len({side_of(module) for module in table}) > 1
     ranked = sorted(table.items(), key=lambda kv: (side_of(kv[0]), -kv[1][0], kv[0]))
-    rank, previous = 0, ""
-    for module, (rating, sigma) in ranked:
-        if len(sides) > 1 and (rank == 0 or side_of(module) != side_of(previous)):
-            lines.append(f"side {side_of(module)}:")
-            rank = 0
-        rank, previous = rank + 1, module
-        line = f"{rank:4d}  {module:40s} {rating:8.2f}"
-        if sigma is not None:
-            mu = rating + 3.0 * sigma
-            line += f"              {mu:6.2f}  [{mu - 1.96 * sigma:.2f}, {mu + 1.96 * sigma:.2f}]"
-        lines.append(line)
+    for side, group in itertools.groupby(ranked, key=lambda kv: side_of(kv[0])):
+        if several_sides:
+            lines.append(f"side {side}:")
+        for rank, (module, (rating, sigma)) in enumerate(group, 1):
+            line = f"{rank:4d}  {module:40s} {rating:8.2f}"
+            if sigma is not None:
+                mu = rating + 3.0 * sigma
+                line += (
+                    f"              {mu:6.2f}  [{mu - 1.96 * sigma:.2f}, {mu + 1.96 * sigma:.2f}]"
+                )
+            lines.append(line)
     return lines
 
 

@@ -154,8 +154,8 @@ def match_record(
 
     RLlib's runner (``env_runner: rllib``) only: a seat first observed at the game's
     end (a poker blind everyone folded to) has no agent episode, so it is missing
-    here (2 of 49 texas_holdem_4p games in a check); the batched runners, the
-    default, sum every seat's rewards from the game itself (`game_returns`)."""
+    here; the batched runners, the default, sum every seat's rewards from the game
+    itself (`game_returns`)."""
     returns: dict[str, float] = {}
     for chunk in chunks:
         for agent_id, sa_episode in chunk.agent_episodes.items():
